@@ -1,0 +1,43 @@
+# Two jobs: `make book` (set up, then build the book) and `make test` (set up, then lint and test).
+# Both create a virtual environment in .venv and install the CPU build of PyTorch first, so pip
+# never pulls a multi-GB CUDA build. Override TORCH to pick another torch, e.g.
+#   make book TORCH="torch --index-url https://download.pytorch.org/whl/cpu"
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+TORCH ?= torch==2.13.0
+BOOK_FLAGS ?= -W -n --keep-going
+
+.PHONY: book test setup-book setup-test lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+
+$(VENV)/.torch: | $(BIN)/python
+	$(BIN)/python -m pip install $(TORCH)
+	touch $@
+
+$(VENV)/.book: pyproject.toml requirements.txt $(VENV)/.torch
+	$(BIN)/python -m pip install -e ".[book]"
+	touch $@
+
+$(VENV)/.test: pyproject.toml $(VENV)/.book
+	$(BIN)/python -m pip install -e ".[test]"
+	touch $@
+
+setup-book: $(VENV)/.book
+setup-test: $(VENV)/.test
+
+book: $(VENV)/.book
+	$(BIN)/python -m posviz.sphinxext.assets _build/html
+	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
+
+lint: $(VENV)/.test
+	$(BIN)/ruff check .
+
+test: $(VENV)/.test lint book
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf _build

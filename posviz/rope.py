@@ -1,0 +1,242 @@
+r"""Rotary position embedding (RoPE; Su et al., *RoFormer*, 2021).
+
+RoPE rotates each 2-D pair of a query or key by an angle proportional to its position:
+
+.. math::
+
+    f_{\{q,k\}}(x_m, m) = R_{\Theta,m}\, W_{\{q,k\}}\, x_m, \qquad
+    R_{\Theta,m} = \operatorname{diag}\!\big(R(m\theta_0), \dots, R(m\theta_{d/2-1})\big), \qquad
+    R(\alpha) = \begin{pmatrix}\cos\alpha & -\sin\alpha\\ \sin\alpha & \cos\alpha\end{pmatrix}
+
+and since :math:`R_{\Theta,m}^\top R_{\Theta,n} = R_{\Theta,n-m}`,
+
+.. math:: q_m^\top k_n = x_m^\top W_q^\top R_{\Theta,n-m} W_k x_n ,
+
+a function of the offset :math:`n - m` only. Values are not rotated.
+
+**Pair layouts.** ``layout="interleaved"`` rotates the pairs :math:`(x_{2i}, x_{2i+1})`, as in
+the RoFormer paper and the original Mesh-TensorFlow/GPT-J code. ``layout="half"`` rotates
+:math:`(x_i, x_{i+d/2})`, as in GPT-NeoX, LLaMA and Hugging Face ``transformers``. The two are
+the same operation up to a fixed permutation of the dimensions
+(:func:`rope_layout_permutation`); weights converted between conventions must permute the rows
+of :math:`W_q` and :math:`W_k` accordingly.
+
+Book chapter: *Rotary position embedding (RoPE)*.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Literal
+
+import torch
+
+from ._validate import check_even_dim, check_fits_in_memory, check_positive, compute_dtype, resolve, table_dtype
+from .frequencies import rope_frequencies
+
+__all__ = [
+    "apply_rope",
+    "clear_rope_cache",
+    "rope_decay_bound",
+    "rope_layout_permutation",
+    "rope_rotation_matrix",
+]
+
+Layout = Literal["interleaved", "half"]
+_LAYOUTS = ("interleaved", "half")
+
+
+@functools.lru_cache(maxsize=64)
+def _tables(
+    seq: int, dim: int, base: float, device: torch.device, work: torch.dtype, layout: str
+) -> tuple[torch.Tensor, ...]:
+    """Cached position tables for positions ``0..seq-1`` (never handed to the caller)."""
+    exact = table_dtype(device)
+    theta = rope_frequencies(dim, base, device=device, dtype=exact)
+    angle = torch.arange(seq, device=device, dtype=exact)[:, None] * theta  # m * theta_i, [seq, d/2]
+    return _angle_tables(angle, layout, work)
+
+
+def _angle_tables(angle: torch.Tensor, layout: str, work: torch.dtype) -> tuple[torch.Tensor, ...]:
+    """e^{i angle} (interleaved) or (cos, sin) (half), computed in the angle's dtype, cast to ``work``."""
+    if layout == "interleaved":
+        cis = torch.polar(torch.ones_like(angle), angle)  # e^{i m theta_i}
+        return (cis.to(torch.complex128 if work == torch.float64 else torch.complex64),)
+    return torch.cos(angle).to(work).contiguous(), torch.sin(angle).to(work).contiguous()
+
+
+def clear_rope_cache() -> None:
+    """Drop the cached cos/sin tables of :func:`apply_rope`."""
+    _tables.cache_clear()
+
+
+def apply_rope(
+    x: torch.Tensor,
+    positions: torch.Tensor | None = None,
+    base: float = 10000.0,
+    *,
+    layout: Layout = "interleaved",
+) -> torch.Tensor:
+    r"""Rotate the pairs of ``x`` (``[..., seq, dim]``) by their positions' angles.
+
+    .. math::
+
+        \begin{pmatrix} y_{a} \\ y_{b} \end{pmatrix} =
+        \begin{pmatrix}\cos m\theta_i & -\sin m\theta_i\\ \sin m\theta_i & \cos m\theta_i\end{pmatrix}
+        \begin{pmatrix} x_{a} \\ x_{b} \end{pmatrix}, \qquad \theta_i = \text{base}^{-2i/d}
+
+    with :math:`(a, b) = (2i, 2i+1)` for ``layout="interleaved"`` (RoFormer) and
+    :math:`(a, b) = (i, i + d/2)` for ``layout="half"`` (GPT-NeoX, LLaMA). For the interleaved
+    layout this is :math:`R_{\Theta,m} x_m` (:func:`rope_rotation_matrix`).
+
+    Implementation: interleaved pairs are viewed as complex numbers
+    :math:`x_{2i} + \mathrm{i}\,x_{2i+1}` and multiplied by :math:`e^{\mathrm{i} m\theta_i}`
+    (one elementwise pass); the half layout uses two fused multiply-adds per half. The
+    cos/sin tables for the default positions are cached across calls.
+
+    Args:
+        x: floating tensor ``[..., seq, dim]``; ``dim`` even. Output keeps its dtype and device
+            (float16/bfloat16 are rotated in float32 and cast back; float64 stays float64).
+        positions: positions of the ``seq`` rows, shape ``[seq]`` or broadcastable to
+            ``x.shape[:-1]`` (integers or reals); default ``arange(seq)``.
+        base: frequency base, > 0.
+        layout: ``"interleaved"`` or ``"half"``.
+    """
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"x must be a floating-point tensor, got {x.dtype}")
+    if x.dim() < 2:
+        raise ValueError(f"x must have shape [..., seq, dim] (at least 2 dims), got {list(x.shape)}")
+    if layout not in _LAYOUTS:
+        raise ValueError(f"layout must be one of {_LAYOUTS}, got {layout!r}")
+    seq, dim = x.shape[-2], x.shape[-1]
+    check_even_dim("dim (x.shape[-1])", dim)
+    base = check_positive("base", base)
+    work = compute_dtype(x.dtype)
+
+    if positions is None:
+        tables = _tables(seq, dim, base, x.device, work, layout)
+    else:
+        if not isinstance(positions, torch.Tensor):
+            raise TypeError(f"positions must be a torch.Tensor or None, got {type(positions).__name__}")
+        if positions.dim() == 0 or positions.shape[-1] != seq:
+            raise ValueError(
+                f"positions must have shape [seq] or [..., seq] with seq={seq}, got {list(positions.shape)}"
+            )
+        exact = table_dtype(x.device)
+        theta = rope_frequencies(dim, base, device=x.device, dtype=exact)
+        angle = positions.to(device=x.device, dtype=exact)[..., None] * theta  # m * theta_i, [..., seq, d/2]
+        tables = _angle_tables(angle, layout, work)
+
+    xw = x.to(work)
+    if layout == "interleaved":
+        (cis,) = tables
+        xc = torch.view_as_complex(xw.contiguous().unflatten(-1, (dim // 2, 2)))  # x_2i + i x_2i+1
+        out = torch.view_as_real(xc * cis).flatten(-2)  # rotate by m theta_i
+    else:
+        cos, sin = tables
+        half = dim // 2
+        x1, x2 = xw[..., :half], xw[..., half:]
+        out = torch.empty(torch.broadcast_shapes(xw.shape, (*cos.shape[:-1], dim)), dtype=work, device=x.device)
+        o1, o2 = out[..., :half], out[..., half:]
+        torch.mul(x1, cos, out=o1)
+        o1.addcmul_(x2, sin, value=-1.0)  # y_i = x_i cos - x_{i+d/2} sin
+        torch.mul(x2, cos, out=o2)
+        o2.addcmul_(x1, sin)  # y_{i+d/2} = x_i sin + x_{i+d/2} cos
+    return out.to(x.dtype)
+
+
+def rope_rotation_matrix(
+    position: float,
+    dim: int,
+    base: float = 10000.0,
+    *,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+) -> torch.Tensor:
+    r"""The block-diagonal rotation :math:`R_{\Theta,m}` of RoFormer eq. (15), ``[dim, dim]``.
+
+    .. math::
+
+        R_{\Theta,m} = \begin{pmatrix}
+        \cos m\theta_0 & -\sin m\theta_0 & & & \\
+        \sin m\theta_0 & \cos m\theta_0 & & & \\
+        & & \ddots & & \\
+        & & & \cos m\theta_{d/2-1} & -\sin m\theta_{d/2-1} \\
+        & & & \sin m\theta_{d/2-1} & \cos m\theta_{d/2-1}
+        \end{pmatrix}
+
+    It is orthogonal and :math:`R_{\Theta,m}^\top R_{\Theta,n} = R_{\Theta,n-m}`.
+    ``apply_rope(x)[..., m, :] == R_m @ x[..., m, :]`` for the interleaved layout.
+    """
+    if isinstance(position, torch.Tensor):
+        if position.numel() != 1:
+            raise ValueError(f"position must be a single number, got a tensor of shape {list(position.shape)}")
+        position = float(position.item())
+    if isinstance(position, bool) or not isinstance(position, (int, float)):
+        raise TypeError(f"position must be a real number, got {type(position).__name__}")
+    if not math.isfinite(position):
+        raise ValueError(f"position must be finite, got {position}")
+    dim = check_even_dim("dim", dim)
+    device, dtype = resolve(device, dtype)
+    check_fits_in_memory("rotation matrix", (dim, dim), dtype, device)
+    work = table_dtype(device)
+    angle = position * rope_frequencies(dim, base, device=device, dtype=work)  # m theta_i
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    r = torch.zeros(dim, dim, device=device, dtype=work)
+    idx = torch.arange(0, dim, 2, device=device)
+    r[idx, idx] = cos
+    r[idx, idx + 1] = -sin
+    r[idx + 1, idx] = sin
+    r[idx + 1, idx + 1] = cos
+    return r.to(dtype)
+
+
+def rope_layout_permutation(dim: int, *, device: torch.device | str | None = None) -> torch.Tensor:
+    r"""Index ``P`` that turns interleaved pair order into half-split order, ``[dim]`` long.
+
+    ``P = [0, 2, 4, ..., d-2, 1, 3, ..., d-1]``: position :math:`i` of the half layout holds
+    dimension :math:`2i` of the interleaved layout and position :math:`i + d/2` holds
+    :math:`2i+1`. Then, for every ``x``,
+
+    .. math::
+
+        \operatorname{RoPE}_{\text{half}}(x_{[P]}) = \operatorname{RoPE}_{\text{interleaved}}(x)_{[P]},
+
+    and because ``q`` and ``k`` are permuted alike, every score :math:`q^\top k` is unchanged.
+    Converting weights between conventions permutes the output rows of :math:`W_q, W_k` by ``P``
+    (``torch.argsort(P)`` goes back).
+    """
+    dim = check_even_dim("dim", dim)
+    device, _ = resolve(device, None)
+    return torch.cat((torch.arange(0, dim, 2, device=device), torch.arange(1, dim, 2, device=device)))
+
+
+def rope_decay_bound(
+    distances: torch.Tensor,
+    dim: int,
+    base: float = 10000.0,
+) -> torch.Tensor:
+    r"""RoFormer's long-term-decay curve (§3.4.3): the relative upper bound at each distance.
+
+    Writing the score as a sum over pairs and applying Abel summation gives
+    :math:`|q_m^\top k_n| \le \big(\max_i |h_{i+1} - h_i|\big) \sum_{j=1}^{d/2} |S_j|` with
+
+    .. math:: S_j = \sum_{k=0}^{j-1} e^{\mathrm{i}\,(m-n)\,\theta_k}, \qquad
+              \text{bound}(m-n) = \frac{1}{d/2}\sum_{j=1}^{d/2} |S_j| ,
+
+    which this function returns for each relative distance :math:`m - n` in ``distances``.
+    It decays (with oscillation) as the distance grows: that is the paper's Figure 2.
+    """
+    if not isinstance(distances, torch.Tensor):
+        raise TypeError(f"distances must be a torch.Tensor, got {type(distances).__name__}")
+    dim = check_even_dim("dim", dim)
+    dtype = distances.dtype if distances.is_floating_point() else torch.float32
+    work = table_dtype(distances.device)
+    check_fits_in_memory("decay-bound table", (distances.numel(), dim // 2), torch.complex128, distances.device)
+    theta = rope_frequencies(dim, base, device=distances.device, dtype=work)
+    angle = distances.to(work)[..., None] * theta  # (m-n) theta_k
+    s = torch.cumsum(torch.polar(torch.ones_like(angle), angle), dim=-1)  # S_j, j = 1..d/2
+    return s.abs().mean(-1).to(dtype)

@@ -1,0 +1,182 @@
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import posviz
+
+
+def formula(x: torch.Tensor, base: float, layout: str) -> torch.Tensor:
+    """RoFormer eq. (13)-(15) written out pair by pair, positions 0..seq-1."""
+    seq, dim = x.shape[-2:]
+    out = torch.empty_like(x, dtype=torch.float64)
+    for m in range(seq):
+        for i in range(dim // 2):
+            theta = base ** (-2 * i / dim)
+            a, b = (2 * i, 2 * i + 1) if layout == "interleaved" else (i, i + dim // 2)
+            c, s = math.cos(m * theta), math.sin(m * theta)
+            out[..., m, a] = x[..., m, a] * c - x[..., m, b] * s
+            out[..., m, b] = x[..., m, a] * s + x[..., m, b] * c
+    return out
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("base", [10000.0, 10.0])
+def test_apply_rope_matches_formula(layout, base, device):
+    x = torch.randn(2, 3, 9, 8, dtype=torch.float64)
+    got = posviz.apply_rope(x.to(device), base=base, layout=layout)
+    assert got.shape == x.shape and got.dtype == torch.float64 and got.device.type == device.type
+    torch.testing.assert_close(got.cpu(), formula(x, base, layout), rtol=0, atol=1e-12)
+
+
+def test_interleaved_matches_rotary_embedding_torch():
+    from rotary_embedding_torch import RotaryEmbedding
+
+    q = torch.randn(2, 4, 64, 32)
+    ref = RotaryEmbedding(dim=32).rotate_queries_or_keys(q)  # interleaved pairs, theta 10000
+    torch.testing.assert_close(posviz.apply_rope(q), ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("base", [10000.0, 500000.0])
+def test_half_matches_transformers_llama(base):
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
+
+    b, h, n, d = 2, 4, 128, 64
+    config = LlamaConfig(hidden_size=h * d, num_attention_heads=h, head_dim=d, rope_theta=base)
+    q, k = torch.randn(b, h, n, d), torch.randn(b, h, n, d)
+    pos = torch.arange(n)[None].expand(b, n)
+    cos, sin = LlamaRotaryEmbedding(config)(q, pos)
+    q_ref, k_ref = apply_rotary_pos_emb(q, k, cos, sin)
+    torch.testing.assert_close(posviz.apply_rope(q, base=base, layout="half"), q_ref, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(posviz.apply_rope(k, base=base, layout="half"), k_ref, rtol=1e-4, atol=1e-4)
+
+
+def test_rotation_matrix_acts_like_apply_rope(device):
+    x = torch.randn(3, 7, 10, dtype=torch.float64, device=device)
+    y = posviz.apply_rope(x)
+    for p in range(7):
+        r = posviz.rope_rotation_matrix(p, 10, device=device, dtype=torch.float64)
+        torch.testing.assert_close(y[:, p], x[:, p] @ r.T, rtol=0, atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(m=st.integers(-4000, 4000), n=st.integers(-4000, 4000), half=st.integers(1, 32))
+def test_rotation_matrix_orthogonal_and_relative(m, n, half):
+    dim = 2 * half
+    rm = posviz.rope_rotation_matrix(m, dim, device="cpu", dtype=torch.float64)
+    rn = posviz.rope_rotation_matrix(n, dim, device="cpu", dtype=torch.float64)
+    eye = torch.eye(dim, dtype=torch.float64)
+    torch.testing.assert_close(rm.T @ rm, eye, rtol=0, atol=1e-12)
+    r_diff = posviz.rope_rotation_matrix(n - m, dim, device="cpu", dtype=torch.float64)
+    torch.testing.assert_close(rm.T @ rn, r_diff, rtol=0, atol=1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(shift=st.integers(0, 10_000), layout=st.sampled_from(["interleaved", "half"]), seed=st.integers(0, 99))
+def test_scores_depend_only_on_offset(shift, layout, seed):
+    """q_m . k_n is unchanged when both positions move by the same amount."""
+    g = torch.Generator().manual_seed(seed)
+    n, d = 12, 16
+    q, k = torch.randn(n, d, generator=g, dtype=torch.float64), torch.randn(n, d, generator=g, dtype=torch.float64)
+    pos = torch.arange(n)
+    s0 = posviz.apply_rope(q, pos, layout=layout) @ posviz.apply_rope(k, pos, layout=layout).T
+    s1 = posviz.apply_rope(q, pos + shift, layout=layout) @ posviz.apply_rope(k, pos + shift, layout=layout).T
+    torch.testing.assert_close(s0, s1, rtol=0, atol=1e-9)
+
+
+def test_same_vector_everywhere_gives_a_toeplitz_score_matrix():
+    d, n = 32, 20
+    q = torch.randn(d, dtype=torch.float64).expand(n, d)
+    k = torch.randn(d, dtype=torch.float64).expand(n, d)
+    s = posviz.apply_rope(q) @ posviz.apply_rope(k).T
+    for off in range(-n + 1, n):
+        diag = torch.diagonal(s, offset=off)
+        torch.testing.assert_close(diag, diag[:1].expand_as(diag), rtol=0, atol=1e-10)
+
+
+def test_layouts_differ_only_by_a_permutation():
+    d = 16
+    x = torch.randn(3, 10, d, dtype=torch.float64)
+    p = posviz.rope_layout_permutation(d, device="cpu")
+    assert p.tolist() == [0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15]
+    inter = posviz.apply_rope(x, layout="interleaved")
+    half = posviz.apply_rope(x[..., p], layout="half")
+    torch.testing.assert_close(half, inter[..., p], rtol=0, atol=1e-12)
+    torch.testing.assert_close(half[..., torch.argsort(p)], inter, rtol=0, atol=1e-12)
+    # scores are unchanged when q and k are permuted alike
+    q, k = torch.randn(10, d, dtype=torch.float64), torch.randn(10, d, dtype=torch.float64)
+    s_inter = posviz.apply_rope(q) @ posviz.apply_rope(k).T
+    s_half = posviz.apply_rope(q[:, p], layout="half") @ posviz.apply_rope(k[:, p], layout="half").T
+    torch.testing.assert_close(s_inter, s_half, rtol=0, atol=1e-10)
+    # ... but applying the wrong convention to unpermuted weights changes them
+    s_wrong = posviz.apply_rope(q, layout="half") @ posviz.apply_rope(k, layout="half").T
+    assert not torch.allclose(s_inter, s_wrong, atol=1e-3)
+
+
+def test_explicit_positions_and_broadcasting():
+    x = torch.randn(2, 6, 8)
+    torch.testing.assert_close(posviz.apply_rope(x, torch.arange(6)), posviz.apply_rope(x))
+    pos = torch.stack([torch.arange(6), torch.arange(6) + 3])  # per-batch positions
+    got = posviz.apply_rope(x, pos, layout="half")
+    torch.testing.assert_close(got[1], posviz.apply_rope(x[1], torch.arange(6) + 3, layout="half"))
+    frac = posviz.apply_rope(x, torch.arange(6) * 0.5)  # position interpolation uses real positions
+    assert frac.shape == x.shape
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_low_precision_keeps_dtype(dtype):
+    x = torch.randn(4, 16, 8)
+    for layout in ("interleaved", "half"):
+        got = posviz.apply_rope(x.to(dtype), layout=layout)
+        assert got.dtype == dtype
+        torch.testing.assert_close(got.float(), posviz.apply_rope(x, layout=layout), rtol=2e-2, atol=2e-2)
+
+
+def test_non_contiguous_input():
+    x = torch.randn(8, 5, 16).transpose(0, 1)  # [5, 8, 16], not contiguous
+    torch.testing.assert_close(posviz.apply_rope(x), posviz.apply_rope(x.contiguous()))
+    torch.testing.assert_close(posviz.apply_rope(x, layout="half"), posviz.apply_rope(x.contiguous(), layout="half"))
+
+
+def test_cache_is_reused_and_can_be_cleared():
+    posviz.clear_rope_cache()
+    x = torch.randn(4, 32, 16)
+    a = posviz.apply_rope(x)
+    b = posviz.apply_rope(x)
+    torch.testing.assert_close(a, b)
+    posviz.clear_rope_cache()
+    torch.testing.assert_close(posviz.apply_rope(x), a)
+
+
+def test_decay_bound_starts_at_its_maximum_and_decays():
+    d = 128
+    r = torch.arange(0, 2000, dtype=torch.float64)
+    bound = posviz.rope_decay_bound(r, d)
+    assert bound[0].item() == pytest.approx((d / 2 + 1) / 2)  # |S_j| = j at r = 0
+    assert bound.argmax().item() == 0
+    assert bound[1000:].mean() < 0.25 * bound[0]
+
+
+@pytest.mark.parametrize(
+    ("call", "err", "msg"),
+    [
+        (lambda: posviz.apply_rope(torch.randn(4, 7)), ValueError, "dim .* must be a positive even integer"),
+        (lambda: posviz.apply_rope(torch.randn(7)), ValueError, r"shape \[..., seq, dim\]"),
+        (lambda: posviz.apply_rope(torch.ones(4, 8, dtype=torch.long)), TypeError, "floating-point"),
+        (lambda: posviz.apply_rope([1.0, 2.0]), TypeError, "x must be a torch.Tensor"),
+        (lambda: posviz.apply_rope(torch.randn(4, 8), layout="neox"), ValueError, "layout must be one of"),
+        (lambda: posviz.apply_rope(torch.randn(4, 8), torch.arange(5)), ValueError, "positions must have shape"),
+        (lambda: posviz.apply_rope(torch.randn(4, 8), base=0.0), ValueError, "base must be a finite number > 0"),
+        (lambda: posviz.rope_rotation_matrix(1, 5), ValueError, "dim must be a positive even integer"),
+        (lambda: posviz.rope_rotation_matrix(float("nan"), 4), ValueError, "position must be finite"),
+        (lambda: posviz.rope_rotation_matrix("3", 4), TypeError, "position must be a real number"),
+        (lambda: posviz.rope_layout_permutation(3), ValueError, "dim must be a positive even integer"),
+        (lambda: posviz.rope_decay_bound(torch.arange(3), 9), ValueError, "dim must be a positive even integer"),
+    ],
+)
+def test_bad_input(call, err, msg):
+    with pytest.raises(err, match=msg):
+        call()
