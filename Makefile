@@ -30,8 +30,9 @@ setup-book: $(VENV)/.book
 setup-test: $(VENV)/.test
 
 book: $(VENV)/.book
-	$(BIN)/python -m posviz.sphinxext.assets _build/html
-	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
+	[ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund
+	@# --all re-reads every page, so a warning on an unchanged page fails again; execution stays cached
+	$(BIN)/jupyter-book build . --all $(BOOK_FLAGS)
 
 lint: $(VENV)/.test
 	$(BIN)/ruff check .

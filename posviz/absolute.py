@@ -1,6 +1,6 @@
 r"""Absolute position encodings: added to the token embedding before the first layer.
 
-``x_m \mapsto x_m + p_m``: the fixed sinusoids of Vaswani et al. (2017) and the learned table of
+:math:`x_m \mapsto x_m + p_m`: the fixed sinusoids of Vaswani et al. (2017) and the learned table of
 BERT (Devlin et al., 2019) and GPT (Radford et al., 2018). Book chapters: *Sinusoidal encoding*
 and *Learned position tables*.
 """

@@ -5,9 +5,12 @@ r"""Relative position encodings: the position enters through the offset between 
 * Raffel et al. (2020), T5: one learned scalar per head for each *bucket* of offsets, added to
   the scores.
 
-**Sign conventions.** The book (and Shaw et al.) write the offset as query minus key,
-:math:`r = m - n`. T5's code uses key minus query, ``relative_position = memory_position -
-context_position`` (= :math:`n - m = -r`); :func:`t5_relative_bucket` takes T5's sign.
+**Sign conventions.** The book writes the offset as query minus key, :math:`r = m - n`, as the
+article does. Shaw et al. index their tables by :math:`\operatorname{clip}(j - i, k)` (key minus
+query), so :class:`ShawRelativePosition`'s tables are theirs mirrored (row :math:`r` here is
+row :math:`-r` there; nothing learnable changes). T5's code also uses key minus query,
+``relative_position = memory_position - context_position`` (= :math:`n - m = -r`), and
+:func:`t5_relative_bucket` takes T5's sign.
 Book chapter: *Relative position encoding*.
 """
 

@@ -15,8 +15,9 @@ and since :math:`R_{\Theta,m}^\top R_{\Theta,n} = R_{\Theta,n-m}`,
 a function of the offset :math:`n - m` only. Values are not rotated.
 
 **Pair layouts.** ``layout="interleaved"`` rotates the pairs :math:`(x_{2i}, x_{2i+1})`, as in
-the RoFormer paper and the original Mesh-TensorFlow/GPT-J code. ``layout="half"`` rotates
-:math:`(x_i, x_{i+d/2})`, as in GPT-NeoX, LLaMA and Hugging Face ``transformers``. The two are
+the RoFormer paper, GPT-J and Meta's reference LLaMA code (complex multiplication of adjacent
+pairs). ``layout="half"`` rotates :math:`(x_i, x_{i+d/2})`, as in GPT-NeoX and Hugging Face
+``transformers`` (whose LLaMA port permutes the converted weights to use it). The two are
 the same operation up to a fixed permutation of the dimensions
 (:func:`rope_layout_permutation`); weights converted between conventions must permute the rows
 of :math:`W_q` and :math:`W_k` accordingly.
@@ -87,7 +88,7 @@ def apply_rope(
         \begin{pmatrix} x_{a} \\ x_{b} \end{pmatrix}, \qquad \theta_i = \text{base}^{-2i/d}
 
     with :math:`(a, b) = (2i, 2i+1)` for ``layout="interleaved"`` (RoFormer) and
-    :math:`(a, b) = (i, i + d/2)` for ``layout="half"`` (GPT-NeoX, LLaMA). For the interleaved
+    :math:`(a, b) = (i, i + d/2)` for ``layout="half"`` (GPT-NeoX, Hugging Face). For the interleaved
     layout this is :math:`R_{\Theta,m} x_m` (:func:`rope_rotation_matrix`).
 
     Implementation: interleaved pairs are viewed as complex numbers

@@ -1,0 +1,97 @@
+"""posviz.widgets: explorers update their figure and never raise out of a callback (no frontend)."""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import plotly.graph_objects as go
+import pytest
+
+import posviz
+from posviz.widgets import Explorer, explorer
+
+
+def _encoding_explorer() -> tuple[Explorer, widgets.IntSlider]:
+    dim = widgets.IntSlider(value=8, min=1, max=32, description="dim")
+    base = widgets.FloatLogSlider(value=1e4, min=1, max=5, description="base")
+
+    def update(dim: int, base: float) -> list[dict]:
+        return [{"z": posviz.sinusoidal_encoding(6, dim, base, device="cpu").numpy()}]
+
+    fig = go.FigureWidget(go.Heatmap(z=[[0.0]]))
+    return explorer({"dim": dim, "base": base}, update, fig), dim
+
+
+def _width(box: Explorer) -> int:
+    return len(box.figure.data[0].z[0])
+
+
+def test_initial_values_are_drawn() -> None:
+    box, _ = _encoding_explorer()
+    assert isinstance(box, widgets.VBox)
+    assert _width(box) == 8 and box.status.value == ""
+    assert box.children[1] is box.status and box.children[2] is box.figure
+
+
+def test_setting_a_control_updates_the_figure() -> None:
+    box, dim = _encoding_explorer()
+    dim.value = 12
+    assert _width(box) == 12 and box.status.value == ""
+
+
+def test_a_bad_value_shows_a_message_and_keeps_the_last_good_figure() -> None:
+    box, dim = _encoding_explorer()
+    dim.value = 12
+    dim.value = 7  # odd: posviz raises ValueError inside the callback
+    assert _width(box) == 12
+    assert "ValueError" in box.status.value and "even" in box.status.value
+    dim.value = 10  # recovers, and the message goes away
+    assert _width(box) == 10 and box.status.value == ""
+
+
+def test_the_message_is_escaped() -> None:
+    def update(x: int) -> list[dict]:
+        raise RuntimeError("<b>x</b>")
+
+    box = explorer({"x": widgets.IntSlider()}, update, go.Figure(go.Scatter(y=[1])))
+    assert "&lt;b&gt;" in box.status.value and "<b>" not in box.status.value
+
+
+def test_an_invalid_property_is_reported_not_half_applied() -> None:
+    fig = go.FigureWidget([go.Scatter(y=[1, 2]), go.Scatter(y=[3])])
+    calls = {"bad": False}
+
+    def update(x: int) -> list[dict]:
+        if calls["bad"]:
+            return [{"y": [9, 9]}, {"no_such_property": 1}]
+        return [{"y": [x, x]}, {"y": [x]}]
+
+    slider = widgets.IntSlider(value=5)
+    box = explorer({"x": slider}, update, fig)
+    calls["bad"] = True
+    slider.value = 6
+    assert list(box.figure.data[0].y) == [5, 5]  # the first trace was not changed either
+    assert "no_such_property" in box.status.value
+
+
+def test_a_wrong_number_of_traces_is_reported() -> None:
+    slider = widgets.IntSlider(value=1)
+    box = explorer({"x": slider}, lambda x: [{"y": [x]}] * x, go.Figure(go.Scatter(y=[0])))
+    assert box.status.value == ""
+    slider.value = 2
+    assert "2 traces" in box.status.value and list(box.figure.data[0].y) == [1]
+
+
+def test_update_may_return_a_figure_and_provide_the_first_one() -> None:
+    def update(n: int) -> go.Figure:
+        return go.Figure(go.Scatter(y=list(range(n))), layout={"title": {"text": f"n = {n}"}})
+
+    slider = widgets.IntSlider(value=3)
+    box = explorer({"n": slider}, update)
+    assert isinstance(box.figure, go.FigureWidget) and len(box.figure.data[0].y) == 3
+    slider.value = 5
+    assert len(box.figure.data[0].y) == 5 and box.figure.layout.title.text == "n = 5"
+
+
+def test_without_a_figure_update_must_return_one() -> None:
+    with pytest.raises(TypeError, match="must return a figure"):
+        explorer({"x": widgets.IntSlider()}, lambda x: [{"y": [x]}])
