@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import os
 import re
 import shutil
 import threading
@@ -18,8 +19,9 @@ from urllib.parse import urlsplit
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SITE = ROOT / "_build" / "html"
-SHOTS = ROOT / "screenshots"
+# POSVIZ_SITE / POSVIZ_SHOTS let an author check a partial build (e.g. one chapter) elsewhere.
+SITE = Path(os.environ.get("POSVIZ_SITE", ROOT / "_build" / "html"))
+SHOTS = Path(os.environ.get("POSVIZ_SHOTS", ROOT / "screenshots"))
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
