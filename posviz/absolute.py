@@ -7,6 +7,8 @@ and *Learned position tables*.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
@@ -23,8 +25,10 @@ from .rope import rope_rotation_matrix
 
 __all__ = [
     "LearnedPositionalEmbedding",
+    "binary_counter_waves",
     "sinusoidal_encoding",
     "sinusoidal_offset_similarity",
+    "sinusoidal_phase_coverage",
     "sinusoidal_shift_matrix",
 ]
 
@@ -112,6 +116,88 @@ def sinusoidal_offset_similarity(
     theta = rope_frequencies(dim, base, device=offsets.device, dtype=table_dtype(offsets.device))
     k = offsets.to(theta.dtype)
     return torch.cos(k[..., None] * theta).sum(-1).to(dtype)
+
+
+def sinusoidal_phase_coverage(
+    length: int,
+    dim: int,
+    base: float = 10000.0,
+    *,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+) -> torch.Tensor:
+    r"""Fraction of each (sin, cos) pair's circle that positions ``0 .. length-1`` sweep, ``[dim // 2]``.
+
+    Position :math:`p` puts pair :math:`i` at angle :math:`p\,\theta_i` on the unit circle, so the
+    positions :math:`0, \dots, L-1` of a training sequence sweep the arc from 0 to
+    :math:`(L-1)\,\theta_i`:
+
+    .. math::
+
+        c_i(L) = \min\!\left(1,\ \frac{(L-1)\,\theta_i}{2\pi}\right)
+               = \min\!\left(1,\ \frac{L-1}{\lambda_i}\right), \qquad
+        \theta_i = \text{base}^{-2i/d}, \quad \lambda_i = 2\pi/\theta_i .
+
+    :math:`c_i = 1` means the pair has turned at least once: every phase of it occurs before
+    :math:`L`. :math:`c_i < 1` means that positions past :math:`L` put the pair at angles no
+    training position reached (Vaswani et al., 2017, §3.5 hoped the encoding would extrapolate;
+    this is the part of the circle it must extrapolate to).
+
+    Args:
+        length: number of positions :math:`L`, >= 1.
+        dim: model dimension :math:`d`, a positive even integer.
+        base: frequency base, > 0.
+    """
+    length = check_int("length", length, minimum=1)
+    device, dtype = resolve(device, dtype)
+    theta = rope_frequencies(dim, base, device=device, dtype=table_dtype(device))
+    swept = (length - 1) * theta / (2 * math.pi)  # turns made by pair i over 0..L-1
+    return swept.clamp(max=1.0).to(dtype)
+
+
+def binary_counter_waves(positions: torch.Tensor, bits: int, *, smooth: bool = False) -> torch.Tensor:
+    r"""The bits of a binary counter as square waves, or their smooth sinusoidal version, ``[..., bits]``.
+
+    Bit :math:`k` of position :math:`p` is :math:`b_k(p) = \lfloor p / 2^k \rfloor \bmod 2`: it flips
+    every :math:`2^k` positions and repeats every :math:`2^{k+1}`. Written as a sign it is a square
+    wave, and that square wave is the sign of a sine of the same period:
+
+    .. math::
+
+        s_k(p) = 1 - 2\,b_k(p) = \operatorname{sgn} \sin\!\left(\frac{\pi\,(p + \tfrac12)}{2^k}\right)
+        \quad (p \in \mathbb{Z}), \qquad
+        \tilde s_k(p) = \sin\!\left(\frac{\pi\,(p + \tfrac12)}{2^k}\right) .
+
+    ``smooth=False`` returns :math:`s_k(p)` (bit 0 gives +1, bit 1 gives -1, so that each column
+    starts, like a sine, with its positive half) and needs integer positions; ``smooth=True``
+    returns :math:`\tilde s_k(p)` for any real positions. This is the "binary counter" reading
+    of the sinusoidal encoding (Kazemnejad, 2019): fast columns resolve neighbours, slow columns
+    the coarse position; the sinusoids of Vaswani et al. (2017) use the ratio
+    :math:`\text{base}^{2/d}` between periods instead of 2.
+
+    Args:
+        positions: a tensor of positions (integer dtype unless ``smooth``).
+        bits: number of bits (columns) :math:`k = 0 .. \text{bits}-1`, in [1, 62].
+        smooth: return the sine instead of the square wave.
+    """
+    if not isinstance(positions, torch.Tensor):
+        raise TypeError(f"positions must be a torch.Tensor, got {type(positions).__name__}")
+    if positions.dtype == torch.bool or positions.is_complex():
+        raise TypeError(f"positions must be an integer or real tensor, got {positions.dtype}")
+    bits = check_int("bits", bits, minimum=1, maximum=62)
+    if smooth:
+        work = table_dtype(positions.device)
+        dtype = positions.dtype if positions.is_floating_point() else torch.float32
+        period_half = 2.0 ** torch.arange(bits, device=positions.device, dtype=work)  # 2^k
+        angle = math.pi * (positions.to(work)[..., None] + 0.5) / period_half
+        return torch.sin(angle).to(dtype)
+    if positions.is_floating_point():
+        raise TypeError(
+            f"positions must be an integer tensor for the square waves (smooth=False), got {positions.dtype}"
+        )
+    shifts = torch.arange(bits, device=positions.device)
+    bit = torch.bitwise_and(torch.bitwise_right_shift(positions.long()[..., None], shifts), 1)  # floor(p/2^k) mod 2
+    return (1 - 2 * bit).to(torch.float32)
 
 
 class LearnedPositionalEmbedding(nn.Module):

@@ -114,3 +114,92 @@ def test_learned_table_property_past_max_len(max_len, extra):
     assert emb(max_len).shape == (max_len, 2)
     with pytest.raises(IndexError):
         emb(torch.tensor([max_len + extra]))
+
+
+# --- sinusoidal chapter additions: phase coverage and the binary counter ---
+
+
+@pytest.mark.parametrize(
+    ("length", "dim", "base"), [(1, 4, 10000.0), (100, 128, 10000.0), (7, 6, 3.0), (512, 512, 1e4)]
+)
+def test_phase_coverage_matches_formula(length, dim, base):
+    got = posviz.absolute.sinusoidal_phase_coverage(length, dim, base, device="cpu", dtype=torch.float64)
+    want = [min(1.0, (length - 1) / (2 * math.pi * base ** (2 * i / dim))) for i in range(dim // 2)]
+    assert got.shape == (dim // 2,)
+    torch.testing.assert_close(got, torch.tensor(want, dtype=torch.float64), rtol=1e-12, atol=0)
+
+
+def test_phase_coverage_is_what_the_table_sweeps():
+    """Defining property: c_i = 1 exactly when some p < L has gone once around pair i's circle."""
+    length, dim = 100, 128
+    cover = posviz.absolute.sinusoidal_phase_coverage(length, dim, device="cpu", dtype=torch.float64)
+    pe = posviz.sinusoidal_encoding(length, dim, device="cpu", dtype=torch.float64)
+    angle = torch.atan2(pe[:, 0::2], pe[:, 1::2])  # p * theta_i, wrapped to (-pi, pi]
+    step = torch.remainder(angle[1:] - angle[:-1], 2 * math.pi)  # unwrap: each step turns by < 2 pi
+    turns = step.sum(0) / (2 * math.pi)  # turns made between p = 0 and p = L - 1, read off the table
+    torch.testing.assert_close(cover, turns.clamp(max=1.0), rtol=0, atol=1e-9)
+    assert torch.equal(turns >= 1, cover == 1.0)
+    assert int((cover == 1.0).sum()) == 20  # lambda_i = 2 pi 10^(i/16) <= 99 for i <= 19
+    assert (cover[1:] <= cover[:-1]).all()  # slower pairs sweep less
+    longer = posviz.absolute.sinusoidal_phase_coverage(4 * length, dim, device="cpu", dtype=torch.float64)
+    assert (longer >= cover).all() and (longer > cover).any()
+    assert posviz.absolute.sinusoidal_phase_coverage(1, dim, device="cpu").eq(0).all()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "err", "msg"),
+    [
+        ({"length": 0, "dim": 4}, ValueError, "length must be >= 1"),
+        ({"length": 2.0, "dim": 4}, TypeError, "length must be an integer"),
+        ({"length": 4, "dim": 3}, ValueError, "dim must be a positive even integer"),
+        ({"length": 4, "dim": 4, "base": 0.0}, ValueError, "base must be a finite number > 0"),
+    ],
+)
+def test_phase_coverage_bad_input(kwargs, err, msg):
+    with pytest.raises(err, match=msg):
+        posviz.absolute.sinusoidal_phase_coverage(**kwargs, device="cpu")
+
+
+def test_binary_counter_matches_the_binary_digits():
+    p = torch.arange(0, 300)
+    got = posviz.absolute.binary_counter_waves(p, 9)
+    for q in range(300):
+        digits = format(q, "09b")[::-1]  # digit k of q, written independently
+        assert got[q].tolist() == [1.0 if c == "0" else -1.0 for c in digits]
+    assert got.dtype == torch.float32 and got.shape == (300, 9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(p=st.integers(-(2**40), 2**40), k=st.integers(0, 40))
+def test_binary_counter_is_the_sign_of_a_sine(p, k):
+    """s_k(p) = sgn sin(pi (p + 1/2) / 2^k) at every integer p, and it flips every 2^k positions."""
+    square = posviz.absolute.binary_counter_waves(torch.tensor([p, p + 2**k, p + 2 ** (k + 1)]), k + 1)[:, k]
+    smooth = posviz.absolute.binary_counter_waves(torch.tensor([float(p)], dtype=torch.float64), k + 1, smooth=True)
+    want = 1.0 - 2.0 * ((p // 2**k) % 2)
+    assert square[0].item() == want and square[1].item() == -want and square[2].item() == want
+    if abs(p) < 2**20:  # the sine argument stays exact in float64
+        assert math.copysign(1.0, smooth[0, k].item()) == want
+        assert smooth[0, k].item() == pytest.approx(math.sin(math.pi * (p + 0.5) / 2**k), abs=1e-9)
+
+
+def test_binary_counter_smooth_dtypes():
+    x = torch.linspace(0, 8, 17)
+    assert posviz.absolute.binary_counter_waves(x, 3, smooth=True).dtype == torch.float32
+    assert posviz.absolute.binary_counter_waves(torch.arange(4), 3, smooth=True).dtype == torch.float32
+    y = posviz.absolute.binary_counter_waves(x.double(), 3, smooth=True)
+    assert y.dtype == torch.float64 and y.shape == (17, 3)
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "err", "msg"),
+    [
+        (([0, 1], 3), {}, TypeError, "positions must be a torch.Tensor"),
+        ((torch.tensor([0.5]), 3), {}, TypeError, "positions must be an integer tensor"),
+        ((torch.tensor([True]), 3), {}, TypeError, "positions must be an integer or real tensor"),
+        ((torch.arange(3), 0), {}, ValueError, r"bits must be in \[1, 62\]"),
+        ((torch.arange(3), 63), {"smooth": True}, ValueError, r"bits must be in \[1, 62\]"),
+    ],
+)
+def test_binary_counter_bad_input(args, kwargs, err, msg):
+    with pytest.raises(err, match=msg):
+        posviz.absolute.binary_counter_waves(*args, **kwargs)
