@@ -39,9 +39,13 @@ from .frequencies import rope_frequencies
 __all__ = [
     "apply_rope",
     "clear_rope_cache",
+    "rope_angles",
+    "rope_complex_view",
     "rope_decay_bound",
     "rope_layout_permutation",
+    "rope_relative_score",
     "rope_rotation_matrix",
+    "rope_scores",
 ]
 
 Layout = Literal["interleaved", "half"]
@@ -241,3 +245,190 @@ def rope_decay_bound(
     angle = distances.to(work)[..., None] * theta  # (m-n) theta_k
     s = torch.cumsum(torch.polar(torch.ones_like(angle), angle), dim=-1)  # S_j, j = 1..d/2
     return s.abs().mean(-1).to(dtype)
+
+
+# --- Functions for the RoPE chapter: angles, the complex view and scores. -----------------------
+
+
+def rope_angles(positions: torch.Tensor | float, dim: int, base: float = 10000.0) -> torch.Tensor:
+    r"""The rotation angle of every pair at every position, :math:`m\,\theta_i`, shape ``[..., dim // 2]``.
+
+    .. math:: \phi_{m,i} = m\,\theta_i = m \cdot \text{base}^{-2i/d}, \qquad i = 0, \dots, d/2 - 1
+
+    (RoFormer eq. 15 counts :math:`i` from 1 and writes :math:`10000^{-2(i-1)/d}`.) Angles are in
+    radians and not wrapped: pair :math:`i` has turned :math:`\phi_{m,i} / 2\pi` full turns at
+    position :math:`m`. Both layouts use the same angles; only the pairing of dimensions differs.
+
+    Args:
+        positions: a real number or a tensor of positions (any shape, integers or reals).
+        dim: model (or head) dimension :math:`d`, a positive even integer.
+        base: frequency base, > 0.
+
+    Returns:
+        ``positions.shape + (dim // 2,)``, computed in float64 and returned in the positions'
+        floating dtype (float32 for integer positions or a Python number), on their device.
+    """
+    if isinstance(positions, bool):
+        raise TypeError("positions must be a torch.Tensor or a real number, got bool")
+    if isinstance(positions, (int, float)):
+        if not math.isfinite(positions):
+            raise ValueError(f"positions must be finite, got {positions}")
+        positions = torch.tensor(float(positions), dtype=torch.float32)
+    if not isinstance(positions, torch.Tensor):
+        raise TypeError(f"positions must be a torch.Tensor or a real number, got {type(positions).__name__}")
+    if positions.is_complex() or positions.dtype == torch.bool:
+        raise TypeError(f"positions must hold real numbers, got {positions.dtype}")
+    dim = check_even_dim("dim", dim)
+    base = check_positive("base", base)
+    dtype = positions.dtype if positions.is_floating_point() else torch.float32
+    work = table_dtype(positions.device)
+    check_fits_in_memory("angle table", (positions.numel(), dim // 2), work, positions.device)
+    theta = rope_frequencies(dim, base, device=positions.device, dtype=work)
+    return (positions.to(work)[..., None] * theta).to(dtype)  # m * theta_i
+
+
+def _pair_index(dim: int, layout: str, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Dimensions ``(a_i, b_i)`` of pair ``i``: ``(2i, 2i+1)`` interleaved, ``(i, i+d/2)`` half."""
+    if layout == "interleaved":
+        return torch.arange(0, dim, 2, device=device), torch.arange(1, dim, 2, device=device)
+    return torch.arange(0, dim // 2, device=device), torch.arange(dim // 2, dim, device=device)
+
+
+def _check_layout(layout: object) -> str:
+    if layout not in _LAYOUTS:
+        raise ValueError(f"layout must be one of {_LAYOUTS}, got {layout!r}")
+    return str(layout)
+
+
+def _check_vectors(name: str, x: object) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got {x.dtype}")
+    if x.dim() < 1:
+        raise ValueError(f"{name} must have shape [..., dim] (at least 1 dim), got {list(x.shape)}")
+    check_even_dim(f"dim ({name}.shape[-1])", x.shape[-1])
+    return x
+
+
+def rope_complex_view(x: torch.Tensor, *, layout: Layout = "interleaved") -> torch.Tensor:
+    r"""The pairs of ``x`` (``[..., dim]``) as complex numbers, shape ``[..., dim // 2]``.
+
+    .. math::
+
+        \tilde x_i = x_{a_i} + \mathrm{i}\, x_{b_i}, \qquad
+        (a_i, b_i) = \begin{cases} (2i,\ 2i+1) & \texttt{layout="interleaved"} \text{ (RoFormer §3.4.2)}\\
+        (i,\ i + d/2) & \texttt{layout="half"} \end{cases}
+
+    In this view RoPE at position :math:`m` is the elementwise product
+    :math:`\tilde x_i\, e^{\mathrm{i} m\theta_i}` (a rotation of pair :math:`i` by :math:`m\theta_i`),
+    and the real dot product of two pairs is :math:`\operatorname{Re}[\tilde q_i\,\overline{\tilde k_i}]`.
+    Returns a new tensor (complex128 for float64 input, else complex64).
+    """
+    x = _check_vectors("x", x)
+    layout = _check_layout(layout)
+    a, b = _pair_index(x.shape[-1], layout, x.device)
+    xw = x.to(compute_dtype(x.dtype))
+    return torch.complex(xw[..., a], xw[..., b])
+
+
+def rope_relative_score(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    offsets: torch.Tensor,
+    base: float = 10000.0,
+    *,
+    layout: Layout = "interleaved",
+) -> torch.Tensor:
+    r"""The RoPE score of an unrotated query ``q`` and key ``k`` as a function of :math:`r = m - n`.
+
+    Rotating ``q`` to position :math:`m` and ``k`` to position :math:`n` and taking the dot
+    product gives, in the complex view of :func:`rope_complex_view` (RoFormer eq. 12 and §3.4.3),
+
+    .. math::
+
+        (R_{\Theta,m}\, q)^\top (R_{\Theta,n}\, k)
+        = \operatorname{Re}\Big[\sum_{i=0}^{d/2-1} \tilde q_i\, \overline{\tilde k_i}\,
+          e^{\mathrm{i}\,(m-n)\,\theta_i}\Big],
+
+    which depends on the positions only through the offset :math:`r = m - n` (query minus key).
+    This function evaluates the right-hand side for each offset, without rotating anything;
+    :func:`rope_scores` computes the left-hand side.
+
+    Args:
+        q, k: floating tensors ``[..., dim]`` (``dim`` even), broadcastable against each other.
+        offsets: relative positions :math:`r = m - n`, a 0-D or 1-D tensor (integers or reals).
+        base: frequency base, > 0.
+        layout: ``"interleaved"`` or ``"half"`` (how the dimensions of ``q`` and ``k`` are paired).
+
+    Returns:
+        ``[..., len(offsets)]`` (``[...]`` for 0-D ``offsets``), computed in float64, returned in
+        the promoted dtype of ``q`` and ``k``.
+    """
+    q, k = _check_vectors("q", q), _check_vectors("k", k)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must have the same last dim, got q: {q.shape[-1]} and k: {k.shape[-1]}")
+    if not isinstance(offsets, torch.Tensor):
+        raise TypeError(f"offsets must be a torch.Tensor, got {type(offsets).__name__}")
+    if offsets.dim() > 1 or offsets.is_complex() or offsets.dtype == torch.bool:
+        raise ValueError(
+            f"offsets must be a 0-D or 1-D tensor of real numbers, got shape {list(offsets.shape)} ({offsets.dtype})"
+        )
+    layout = _check_layout(layout)
+    base = check_positive("base", base)
+    try:
+        batch = torch.broadcast_shapes(q.shape[:-1], k.shape[:-1])
+    except RuntimeError as err:
+        raise ValueError(f"q and k must broadcast, got q: {list(q.shape)} and k: {list(k.shape)}") from err
+    dim = q.shape[-1]
+    check_fits_in_memory("score table", (*batch, max(offsets.numel(), 1), dim // 2), torch.complex128, q.device)
+    out_dtype = torch.promote_types(q.dtype, k.dtype)
+    work = table_dtype(q.device)
+    qc = rope_complex_view(q.to(work), layout=layout)
+    kc = rope_complex_view(k.to(device=q.device, dtype=work), layout=layout)
+    h = qc * kc.conj()  # q~_i conj(k~_i), [..., d/2]
+    angle = rope_angles(offsets.to(device=q.device, dtype=work), dim, base)  # r theta_i, [R, d/2]
+    phase = torch.polar(torch.ones_like(angle), angle)  # e^{i r theta_i}
+    return (h[..., None, :] * phase).real.sum(-1).to(out_dtype).reshape((*batch, *offsets.shape))
+
+
+def rope_scores(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    q_positions: torch.Tensor | None = None,
+    k_positions: torch.Tensor | None = None,
+    base: float = 10000.0,
+    *,
+    layout: Layout = "interleaved",
+    scale: float = 1.0,
+) -> torch.Tensor:
+    r"""Scores of rotated queries against rotated keys, ``[..., Lq, Lk]`` (RoFormer eq. 16).
+
+    .. math::
+
+        s_{mn} = \text{scale}\cdot (R_{\Theta,m}\, q_m)^\top (R_{\Theta,n}\, k_n)
+               = \text{scale}\cdot q_m^\top R_{\Theta,n-m}\, k_n
+
+    with the rotations of :func:`~posviz.apply_rope` (:math:`q_m, k_n` are the rows of ``q`` and
+    ``k`` before rotation). ``scale=1`` (default) gives RoFormer's unscaled score; pass
+    ``scale=1/math.sqrt(d)`` for the scaled scores of attention.
+
+    Args:
+        q: queries ``[..., Lq, dim]`` (``dim`` even).
+        k: keys ``[..., Lk, dim]``; their batch dims broadcast against those of ``q``.
+        q_positions, k_positions: positions of the rows, as in :func:`~posviz.apply_rope`
+            (default ``arange(Lq)`` and ``arange(Lk)``).
+        base: frequency base, > 0.
+        layout: ``"interleaved"`` or ``"half"``.
+        scale: a finite real multiplier.
+    """
+    for name, t in (("q", q), ("k", k)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if q.dim() >= 1 and k.dim() >= 1 and q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must have the same last dim, got q: {q.shape[-1]} and k: {k.shape[-1]}")
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale):
+        raise ValueError(f"scale must be a finite real number, got {scale!r}")
+    rq = apply_rope(q, q_positions, base, layout=layout)
+    rk = apply_rope(k, k_positions, base, layout=layout)
+    return (rq @ rk.transpose(-1, -2)) * scale
