@@ -5,18 +5,28 @@ attention scores, proportional to the query-key distance:
 
 .. math:: \text{score}_{h,ij} = q_i^\top k_j - m_h\,(i - j), \qquad j \le i,
 
-with slopes :math:`m_h` fixed before training (a geometric sequence). Book chapter: *ALiBi*.
+with slopes :math:`m_h` fixed before training (a geometric sequence). With equal
+:math:`q_i^\top k_j` the bias alone spreads a causal row's attention geometrically over the
+distance :math:`\delta = i - j` (``alibi_distance_weights``, ``alibi_window_mass``,
+``alibi_effective_window``). Book chapter: *ALiBi*.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 
 from ._validate import check_fits_in_memory, check_int, resolve
 
-__all__ = ["alibi_bias", "alibi_slopes"]
+__all__ = [
+    "alibi_bias",
+    "alibi_distance_weights",
+    "alibi_effective_window",
+    "alibi_slopes",
+    "alibi_window_mass",
+]
 
 
 def _slopes_list(n: int) -> list[float]:
@@ -95,3 +105,139 @@ def alibi_bias(
     j = torch.arange(key_len, device=device, dtype=dtype)[None, :]
     distance = (i - j).abs_()  # |i - j|, [q, k]
     return -slopes[:, None, None] * distance  # -m_h |i - j|
+
+
+def _as_slopes(slopes: object) -> tuple[torch.Tensor, torch.dtype]:
+    """Slopes as a float64 tensor (float32 on MPS) and the dtype to return; finite and >= 0."""
+    if isinstance(slopes, torch.Tensor):
+        out_dtype = slopes.dtype if slopes.is_floating_point() else torch.float64
+        work = torch.float32 if slopes.device.type == "mps" else torch.float64
+        values = slopes.detach().to(work)
+    elif isinstance(slopes, numbers.Real) and not isinstance(slopes, bool):
+        out_dtype, values = torch.float64, torch.tensor(float(slopes), dtype=torch.float64)
+    else:
+        raise TypeError(f"slopes must be a torch.Tensor or a real number, got {type(slopes).__name__}")
+    if values.numel() and not bool(torch.all(torch.isfinite(values) & (values >= 0))):
+        raise ValueError(f"slopes must be finite and >= 0, got {values.flatten()[:8].tolist()}")
+    return values, out_dtype
+
+
+def _check_length(length: object) -> int | None:
+    return None if length is None else check_int("length", length, minimum=1)
+
+
+def alibi_distance_weights(slopes: torch.Tensor | float, length: int) -> torch.Tensor:
+    r"""Attention weights that ALiBi's bias alone gives a causal row, by distance; ``[..., length]``.
+
+    A query at position :math:`i = L - 1` sees the :math:`L` keys :math:`j = 0, \dots, L - 1`,
+    at distances :math:`\delta = i - j = 0, \dots, L - 1`. When every :math:`q_i^\top k_j` is
+    equal, softmax of the bias :math:`-m\,\delta` is a truncated geometric distribution
+    (Press, Smith and Lewis, 2022):
+
+    .. math::
+
+        a(\delta) = \frac{e^{-m\delta}}{\sum_{\delta'=0}^{L-1} e^{-m\delta'}}
+                  = \frac{e^{-m\delta}\,(1 - e^{-m})}{1 - e^{-mL}},
+        \qquad \delta = 0, \dots, L - 1
+
+    (:math:`1/L` for :math:`m = 0`). Entry ``[..., d]`` is the weight on distance ``d``, i.e. on
+    key :math:`j = L - 1 - d`: the last row of ``posviz.attention`` with zero ``q`` and ``k``,
+    ``bias=alibi_bias(...)`` and ``causal=True``, read from right to left.
+
+    Args:
+        slopes: ALiBi slopes :math:`m \ge 0`, any shape (a tensor, or one number).
+        length: the row length :math:`L \ge 1` (number of keys the query sees).
+    """
+    m, out_dtype = _as_slopes(slopes)
+    length = check_int("length", length, minimum=1)
+    check_fits_in_memory("ALiBi distance weights", (*m.shape, length), m.dtype, m.device)
+    delta = torch.arange(length, device=m.device, dtype=m.dtype)
+    # softmax(-m * delta) over delta: the closed form above, stable for any m >= 0
+    return torch.softmax(-m[..., None] * delta, dim=-1).to(out_dtype)
+
+
+def alibi_window_mass(
+    slopes: torch.Tensor | float, window: torch.Tensor | int, length: int | None = None
+) -> torch.Tensor:
+    r"""Share of a causal row's attention within distance ``window`` (bias only, equal :math:`q\cdot k`).
+
+    Summing :func:`alibi_distance_weights` over :math:`\delta = 0, \dots, w` (a geometric series):
+
+    .. math::
+
+        M(w) = \sum_{\delta=0}^{w} a(\delta) = \frac{1 - e^{-m(w+1)}}{1 - e^{-mL}},
+        \qquad 0 \le w \le L - 1
+
+    (:math:`(w+1)/L` for :math:`m = 0`; 1 for :math:`w \ge L - 1`). With ``length=None`` the
+    row is taken infinitely long: :math:`M(w) = 1 - e^{-m(w+1)}` (Press, Smith and Lewis, 2022,
+    for the bias).
+
+    Args:
+        slopes: slopes :math:`m \ge 0` (a tensor or one number).
+        window: distance :math:`w \ge 0` (an integer or an integer-valued tensor); broadcasts with
+            ``slopes``.
+        length: the row length :math:`L \ge 1`, or ``None`` for an unbounded row.
+    """
+    m, out_dtype = _as_slopes(slopes)
+    length = _check_length(length)
+    if isinstance(window, torch.Tensor):
+        w = window.detach().to(device=m.device, dtype=m.dtype)
+    elif isinstance(window, numbers.Integral) and not isinstance(window, bool):
+        w = torch.tensor(float(window), device=m.device, dtype=m.dtype)
+    else:
+        raise TypeError(f"window must be an integer or a torch.Tensor, got {type(window).__name__}")
+    if w.numel() and not bool(torch.all((w >= 0) & (w == torch.floor(w)))):
+        raise ValueError(f"window must be an integer >= 0, got {w.flatten()[:8].tolist()}")
+    if length is not None:
+        w = w.clamp(max=length - 1)
+    near = -torch.expm1(-m * (w + 1))  # 1 - e^{-m(w+1)}
+    if length is None:
+        return near.to(out_dtype)
+    total = -torch.expm1(-m * length)  # 1 - e^{-mL}
+    uniform = (w + 1) / length  # the m -> 0 limit
+    return torch.where(m > 0, near / torch.where(m > 0, total, 1.0), uniform).to(out_dtype)
+
+
+def alibi_effective_window(slopes: torch.Tensor | float, mass: float = 0.9, length: int | None = None) -> torch.Tensor:
+    r"""The shortest distance that holds a share ``mass`` of a causal row's attention (bias only).
+
+    The smallest integer :math:`w` with :math:`M(w) \ge p` (:func:`alibi_window_mass`), solved
+    from :math:`1 - e^{-m(w+1)} \ge p\,(1 - e^{-mL})`:
+
+    .. math::
+
+        w_p = \left\lceil \frac{-\ln\!\big(1 - p\,(1 - e^{-mL})\big)}{m} \right\rceil - 1
+        \;\xrightarrow{\,L \to \infty\,}\; \left\lceil \frac{\ln\frac{1}{1-p}}{m} \right\rceil - 1
+        \approx \frac{\ln 10}{m} \quad (p = 0.9)
+
+    capped at :math:`L - 1` (:math:`\lceil pL \rceil - 1` for :math:`m = 0`). With
+    ``length=None`` (an unbounded row) the window is ``inf`` when :math:`m = 0` or :math:`p = 1`.
+    Equal :math:`q_i^\top k_j` is an assumption: content scores move the real window. (ALiBi:
+    Press, Smith and Lewis, 2022.)
+
+    Args:
+        slopes: slopes :math:`m \ge 0` (a tensor or one number).
+        mass: the share :math:`p \in (0, 1]`.
+        length: the row length :math:`L \ge 1`, or ``None`` for an unbounded row.
+
+    Returns:
+        Integer-valued windows (float tensor, shape of ``slopes``).
+    """
+    m, out_dtype = _as_slopes(slopes)
+    if isinstance(mass, bool) or not isinstance(mass, numbers.Real):
+        raise TypeError(f"mass must be a real number in (0, 1], got {mass!r} ({type(mass).__name__})")
+    p = float(mass)
+    if not 0 < p <= 1:
+        raise ValueError(f"mass must be in (0, 1], got {p}")
+    length = _check_length(length)
+    total = torch.ones_like(m) if length is None else -torch.expm1(-m * length)  # 1 - e^{-mL}
+    safe_m = torch.where(m > 0, m, 1.0)
+    x = -torch.log1p(-p * total) / safe_m  # w + 1 at the boundary (inf if p * total = 1)
+    if length is None:
+        x = torch.where(m > 0, x, math.inf)
+    else:
+        x = torch.where(m > 0, x, p * length)
+    # ceil with a relative tolerance, so that rounding error never pushes an exact boundary up
+    w = torch.ceil(x * (1 - 1e-12)) - 1
+    w = w.clamp(min=0) if length is None else w.clamp(min=0, max=length - 1)
+    return w.to(out_dtype)

@@ -1,3 +1,5 @@
+import math
+
 import pytest
 import torch
 
@@ -81,3 +83,117 @@ def test_slopes_bad_input():
         posviz.alibi_slopes(0)
     with pytest.raises(TypeError, match="num_heads must be an integer"):
         posviz.alibi_slopes(2.0)
+
+
+# --- the attention that the bias alone produces (equal q.k): weights, mass and window by distance ---
+
+
+def _bias_only_last_row(slopes: torch.Tensor, length: int) -> torch.Tensor:
+    """Weights of the last causal row from posviz.attention with zero q and k, by distance d = i - j."""
+    h = slopes.shape[0]
+    zeros = torch.zeros(h, length, 4, dtype=torch.float64)
+    bias = posviz.alibi_bias(h, length, slopes=slopes, device="cpu", dtype=torch.float64)
+    weights = posviz.attention(zeros, zeros, bias=bias, causal=True)[1]
+    return weights[:, -1, :].flip(-1)  # key j = L - 1 - d
+
+
+@pytest.mark.parametrize("length", [1, 2, 7, 64])
+def test_distance_weights_are_the_bias_only_attention_row(length):
+    slopes = torch.cat([posviz.alibi_slopes(8, device="cpu", dtype=torch.float64), torch.tensor([0.0, 3.0])])
+    got = posviz.alibi.alibi_distance_weights(slopes, length)
+    assert got.shape == (10, length) and got.dtype == torch.float64
+    torch.testing.assert_close(got, _bias_only_last_row(slopes, length))
+    # the closed form, written independently: e^{-m d} (1 - e^{-m}) / (1 - e^{-mL}); 1/L when m = 0
+    d = torch.arange(length, dtype=torch.float64)
+    for m, row in zip(slopes.tolist(), got):
+        if m == 0:
+            expected = torch.full((length,), 1 / length, dtype=torch.float64)
+        else:
+            expected = torch.exp(-m * d) * (1 - math.exp(-m)) / (1 - math.exp(-m * length))
+        torch.testing.assert_close(row, expected)
+
+
+def test_distance_weights_keep_dtype_and_accept_a_number():
+    w = posviz.alibi.alibi_distance_weights(posviz.alibi_slopes(4, device="cpu"), 5)
+    assert w.dtype == torch.float32 and w.shape == (4, 5)
+    torch.testing.assert_close(w.sum(-1), torch.ones(4))
+    one = posviz.alibi.alibi_distance_weights(0.5, 3)
+    assert one.shape == (3,) and one[0] > one[1] > one[2]
+
+
+@pytest.mark.parametrize("length", [1, 5, 100, None])
+def test_window_mass_is_the_cumulative_attention(length):
+    slopes = torch.tensor([0.0, 1 / 256, 1 / 16, 0.5, 4.0], dtype=torch.float64)
+    windows = torch.arange(0, 120)
+    got = posviz.alibi.alibi_window_mass(slopes[:, None], windows[None, :], length)
+    if length is None:
+        # an unbounded row: 1 - e^{-m(w+1)}, compared with a very long row's cumulative weights
+        expected = 1 - torch.exp(-slopes[:, None] * (windows[None, :] + 1))
+        torch.testing.assert_close(got, expected)
+        very_long = posviz.alibi.alibi_window_mass(slopes[1:, None], windows[None, :], 10**6)
+        torch.testing.assert_close(got[1:], very_long)  # the limit L -> infinity
+        assert torch.all(got[0] == 0)
+    else:
+        cum = _bias_only_last_row(slopes, length).cumsum(-1)
+        expected = cum[:, windows.clamp(max=length - 1)]
+        torch.testing.assert_close(got, expected)
+
+
+@pytest.mark.parametrize("mass", [0.5, 0.9, 0.99, 1.0])
+@pytest.mark.parametrize("length", [1, 3, 50, 300])
+def test_effective_window_is_the_smallest_distance_holding_the_mass(mass, length):
+    slopes = torch.tensor([0.0, 1e-6, 1 / 256, 0.01, 1 / 16, 0.5, 2.0, 50.0], dtype=torch.float64)
+    w = posviz.alibi.alibi_effective_window(slopes, mass, length)
+    cum = _bias_only_last_row(slopes, length).cumsum(-1)
+    for h in range(len(slopes)):
+        k = int(w[h])
+        assert w[h] == k and 0 <= k <= length - 1
+        assert cum[h, k] >= mass - 1e-12  # holds the mass ...
+        if mass == 1.0:
+            assert k == length - 1  # every key carries some weight (the sum may round to 1 earlier)
+        elif k > 0:
+            assert cum[h, k - 1] < mass  # ... and one step shorter does not
+
+
+def test_effective_window_unbounded_row_and_the_ln10_rule():
+    slopes = posviz.alibi_slopes(8, device="cpu", dtype=torch.float64)
+    w = posviz.alibi.alibi_effective_window(slopes)  # mass 0.9, unbounded
+    torch.testing.assert_close(w, torch.ceil(math.log(10) / slopes) - 1)
+    assert w.tolist() == [4, 9, 18, 36, 73, 147, 294, 589]
+    assert torch.all((w - math.log(10) / slopes).abs() <= 1)  # ~ ln(10) / m
+    assert posviz.alibi.alibi_effective_window(0.0).item() == math.inf
+    assert posviz.alibi.alibi_effective_window(0.1, 1.0).item() == math.inf
+    # a finite row shrinks the gentle heads' windows (their mass is shared by fewer keys)
+    capped = posviz.alibi.alibi_effective_window(slopes, 0.9, 512)
+    assert capped.tolist() == [4, 9, 18, 36, 73, 147, 275, 385]
+
+
+def test_effective_window_keeps_shape_device_and_dtype(device):
+    slopes = posviz.alibi_slopes(12, device=device).reshape(3, 4)
+    w = posviz.alibi.alibi_effective_window(slopes, length=100)
+    assert w.shape == (3, 4) and w.dtype == torch.float32 and w.device.type == device.type
+
+
+@pytest.mark.parametrize(
+    ("call", "err", "msg"),
+    [
+        (lambda a: a.alibi_effective_window(torch.tensor([0.5, -0.1])), ValueError, "slopes must be finite and >= 0"),
+        (lambda a: a.alibi_effective_window(float("nan")), ValueError, "slopes must be finite and >= 0"),
+        (lambda a: a.alibi_effective_window([0.5]), TypeError, "slopes must be a torch.Tensor or a real number"),
+        (lambda a: a.alibi_effective_window(0.5, 0.0), ValueError, r"mass must be in \(0, 1\]"),
+        (lambda a: a.alibi_effective_window(0.5, 1.5), ValueError, r"mass must be in \(0, 1\]"),
+        (lambda a: a.alibi_effective_window(0.5, "0.9"), TypeError, "mass must be a real number"),
+        (lambda a: a.alibi_effective_window(0.5, 0.9, 0), ValueError, "length must be >= 1"),
+        (lambda a: a.alibi_effective_window(0.5, 0.9, 2.5), TypeError, "length must be an integer"),
+        (lambda a: a.alibi_window_mass(0.5, -1), ValueError, "window must be an integer >= 0"),
+        (lambda a: a.alibi_window_mass(0.5, torch.tensor([1.5])), ValueError, "window must be an integer >= 0"),
+        (lambda a: a.alibi_window_mass(0.5, 1.0), TypeError, "window must be an integer or a torch.Tensor"),
+        (lambda a: a.alibi_window_mass(0.5, 3, -2), ValueError, "length must be >= 1"),
+        (lambda a: a.alibi_distance_weights(0.5, 0), ValueError, "length must be >= 1"),
+        (lambda a: a.alibi_distance_weights(-1.0, 4), ValueError, "slopes must be finite and >= 0"),
+        (lambda a: a.alibi_distance_weights(torch.ones(64), 10**12), ValueError, "ALiBi distance weights .* needs"),
+    ],
+)
+def test_window_functions_bad_input(call, err, msg):
+    with pytest.raises(err, match=msg):
+        call(posviz.alibi)

@@ -1,0 +1,141 @@
+"""The ALiBi chapter's live explorer (needs a kernel: JupyterLab, Colab, Binder).
+
+Sliders for the number of heads, the head, the row length and a factor that scales the paper's
+slopes; the figure shows that head's bias (the first positions) and the attention its bias alone
+gives the last query of a causal row, by distance, with the bias-only window.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ipywidgets as widgets
+import numpy as np
+import plotly.graph_objects as go
+import torch
+from plotly.subplots import make_subplots
+
+from ..alibi import alibi_bias, alibi_distance_weights, alibi_effective_window, alibi_slopes
+from ..plots.alibi import slope_label
+from . import Explorer, explorer
+
+__all__ = ["alibi_explorer"]
+
+_CPU = torch.device("cpu")
+_F64 = torch.float64
+MAX_LENGTH = 1 << 16
+"""The longest row the explorer draws (a longer one is refused with a message)."""
+
+
+def _state(num_heads: int, head: int, length: int, scale: float, mass: float, shown: int) -> list[dict]:
+    if length > MAX_LENGTH:
+        raise ValueError(f"length must be <= {MAX_LENGTH} in the explorer, got {length}")
+    if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale >= 0):
+        raise ValueError(f"slope scale must be a finite number >= 0, got {scale!r}")
+    head = min(max(int(head), 1), int(num_heads))  # a head past the last one shows the last one
+    slopes = alibi_slopes(num_heads, device=_CPU, dtype=_F64) * scale
+    m = slopes[head - 1 : head]
+    n = min(length, shown)
+    bias = (alibi_bias(1, n, slopes=m, device=_CPU, dtype=_F64)[0] + 0.0).tolist()  # + 0.0: no -0.0
+    for i, row in enumerate(bias):  # causal: future keys are masked (None: JSON has no NaN for widgets)
+        row[i + 1 :] = [None] * (n - i - 1)
+    lowest = float(m) * (n - 1)
+    weights = alibi_distance_weights(m[0], length).numpy()
+    window = int(alibi_effective_window(m[0], mass, length))
+    rule = f"ln(10)/m ≈ {math.log(10) / float(m):.1f}" if float(m) > 0 else "m = 0: uniform"
+    ticks = list(range(n))
+    return [
+        {
+            "z": bias,
+            "x": ticks,
+            "y": ticks,
+            "zmin": -lowest if lowest > 0 else -1.0,
+            "zmax": 0.0,
+            "colorbar": {"title": {"text": f"bias, head {head} of {num_heads}"}},
+        },
+        {
+            "x": np.arange(length),
+            "y": weights,
+            "name": f"weight a(δ), m = {slope_label(float(m))}",
+        },
+        {
+            "x": [window, window],
+            "y": [1e-9, 1.0],
+            "name": f"{100 * mass:g} % window: w = {window} ({rule})",
+        },
+    ]
+
+
+def alibi_explorer(
+    num_heads: int = 8,
+    head: int = 4,
+    length: int = 512,
+    scale: float = 1.0,
+    *,
+    mass: float = 0.9,
+    shown: int = 24,
+) -> Explorer:
+    """Sliders: number of heads, head, row length ``L`` and a factor on the paper's slopes.
+
+    Left: the bias :math:`-m_h(i-j)` of the chosen head on the first ``shown`` positions (future
+    keys blank). Right: the weights :math:`a(\\delta)` that the bias alone gives the last query
+    of a row of ``L`` keys (:func:`posviz.alibi.alibi_distance_weights`, log scale) and the window
+    holding ``mass`` of them (:func:`posviz.alibi.alibi_effective_window`).
+    """
+    controls = {
+        "num_heads": widgets.IntSlider(value=num_heads, min=1, max=64, description="heads"),
+        "head": widgets.IntSlider(value=min(head, num_heads), min=1, max=num_heads, description="head"),
+        "length": widgets.IntSlider(value=length, min=1, max=4096, description="length L"),
+        "scale": widgets.FloatLogSlider(value=scale, base=2, min=-6, max=4, step=0.25, description="slope ×"),
+    }
+
+    def follow(change: dict) -> None:  # the head slider ends at the last head
+        controls["head"].max = max(1, int(change["new"]))
+
+    controls["num_heads"].observe(follow, names="value")  # registered first: runs before the redraw
+
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        column_widths=[0.42, 0.58],
+        horizontal_spacing=0.12,
+        subplot_titles=("bias of the head (first positions)", "bias-only attention of the last query"),
+    )
+    fig.add_trace(
+        go.Heatmap(
+            z=[[0.0]],
+            colorscale="Blues_r",
+            xgap=1,
+            ygap=1,
+            colorbar={"x": 0.38, "len": 0.9},
+            hovertemplate="query i = %{y}<br>key j = %{x}<br>bias = %{z:.4f}<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(x=[0], y=[1.0], mode="lines", line={"color": "#1f77b4"}, hovertemplate="δ = %{x}: %{y:.3g}"),
+        row=1,
+        col=2,
+    )
+    fig.add_trace(
+        go.Scatter(x=[0, 0], y=[1e-9, 1.0], mode="lines", line={"color": "#555555", "dash": "dash"}),
+        row=1,
+        col=2,
+    )
+    fig.update_layout(
+        height=440,
+        margin={"t": 60, "b": 40},
+        legend={"orientation": "h", "x": 0.45, "y": -0.18, "yanchor": "top"},
+    )
+    fig.update_xaxes(title_text="key j", row=1, col=1)
+    fig.update_yaxes(title_text="query i", autorange="reversed", row=1, col=1)
+    fig.update_xaxes(title_text="distance δ = i − j (tokens)", row=1, col=2)
+    fig.update_yaxes(title_text="weight (log)", type="log", range=[-8, 0], exponentformat="power", row=1, col=2)
+
+    def update(num_heads: int, head: int, length: int, scale: float) -> list[dict]:
+        return _state(num_heads, head, length, scale, mass, shown)
+
+    for trace, values in zip(fig.data, update(**{k: c.value for k, c in controls.items()})):
+        trace.update(values)
+    return explorer(controls, update, fig)
