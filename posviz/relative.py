@@ -2,8 +2,13 @@ r"""Relative position encodings: the position enters through the offset between 
 
 * Shaw, Uszkoreit and Vaswani (2018): learned vectors for each clipped offset, added to keys
   and values inside attention.
+* Dai et al. (2019), Transformer-XL: the absolute score split into four terms
+  (``absolute_score_terms``), then rewritten with the sinusoid of the offset and two learned
+  global vectors (``transformer_xl_scores``).
 * Raffel et al. (2020), T5: one learned scalar per head for each *bucket* of offsets, added to
   the scores.
+
+``relative_attention_cost`` times plain attention against Shaw-style and T5-bias attention.
 
 **Sign conventions.** The book writes the offset as query minus key, :math:`r = m - n`, as the
 article does. Shaw et al. index their tables by :math:`\operatorname{clip}(j - i, k)` (key minus
@@ -17,17 +22,25 @@ Book chapter: *Relative position encoding*.
 from __future__ import annotations
 
 import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import torch
 from torch import nn
 
-from ._validate import check_fits_in_memory, check_int, resolve
+from ._validate import check_fits_in_memory, check_int, check_positive, resolve
 
 __all__ = [
+    "ScoreTerms",
     "ShawRelativePosition",
     "T5RelativeBias",
+    "absolute_score_terms",
+    "relative_attention_cost",
     "relative_positions",
     "t5_relative_bucket",
+    "transformer_xl_scores",
 ]
 
 
@@ -228,3 +241,314 @@ class T5RelativeBias(nn.Module):
         check_fits_in_memory("T5 bias", (self.num_heads, query_len, key_len),
                              self.embedding.weight.dtype, self.embedding.weight.device)
         return self.embedding(self.buckets(query_len, key_len)).permute(2, 0, 1)  # (h, q, k)
+
+
+class ScoreTerms(NamedTuple):
+    r"""The four terms of an (unscaled) attention score, each ``[..., Lq, Lk]``.
+
+    Dai et al. (2019, §3.3) label them (a) content–content, (b) content-dependent positional
+    bias, (c) global content bias and (d) global positional bias; in the absolute expansion
+    (c) is position–content and (d) position–position. :attr:`total` is their sum.
+    """
+
+    a: torch.Tensor
+    b: torch.Tensor
+    c: torch.Tensor
+    d: torch.Tensor
+
+    @property
+    def total(self) -> torch.Tensor:
+        """:math:`(a) + (b) + (c) + (d)`."""
+        return self.a + self.b + self.c + self.d
+
+
+def _check_float(name: str, t: object, ndim: int | None = None, min_ndim: int | None = None) -> torch.Tensor:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if not t.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}")
+    if ndim is not None and t.dim() != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {list(t.shape)}")
+    if min_ndim is not None and t.dim() < min_ndim:
+        raise ValueError(f"{name} must have shape [..., seq, dim] (>= {min_ndim} dims), got {list(t.shape)}")
+    return t
+
+
+def _check_last(name: str, t: torch.Tensor, size: int, what: str) -> None:
+    if t.shape[-1] != size:
+        raise ValueError(f"{name}.shape[-1] must equal {what} = {size}, got shape {list(t.shape)}")
+
+
+def _batch(*tensors: torch.Tensor) -> torch.Size:
+    try:
+        return torch.broadcast_shapes(*(t.shape[:-2] for t in tensors))
+    except RuntimeError as err:
+        shapes = ", ".join(str(list(t.shape)) for t in tensors)
+        raise ValueError(f"the leading (batch) dimensions do not broadcast: {shapes}") from err
+
+
+def absolute_score_terms(
+    e_q: torch.Tensor,
+    e_k: torch.Tensor,
+    p_q: torch.Tensor,
+    p_k: torch.Tensor,
+    w_q: torch.Tensor,
+    w_k: torch.Tensor,
+) -> ScoreTerms:
+    r"""The score of a Transformer with absolute encodings, split into four terms.
+
+    With :math:`q_m = W_q(E_m + U_m)` and :math:`k_n = W_k(E_n + U_n)` (token embedding
+    :math:`E`, absolute position vector :math:`U`; Dai et al., 2019, §3.3):
+
+    .. math::
+
+        q_m^\top k_n =
+        \underbrace{E_m^\top W_q^\top W_k E_n}_{(a)}
+        + \underbrace{E_m^\top W_q^\top W_k U_n}_{(b)}
+        + \underbrace{U_m^\top W_q^\top W_k E_n}_{(c)}
+        + \underbrace{U_m^\top W_q^\top W_k U_n}_{(d)}
+
+    The formula writes column vectors; the tensors hold one vector per row (``x @ W.T``).
+    No :math:`1/\sqrt{d}` scaling is applied.
+
+    Args:
+        e_q, e_k: token embeddings (or hidden states) ``[..., Lq, d_model]`` and
+            ``[..., Lk, d_model]``.
+        p_q, p_k: position vectors :math:`U` of the queries and keys, ``[..., Lq, d_model]``
+            and ``[..., Lk, d_model]`` (e.g. rows of :func:`posviz.sinusoidal_encoding`).
+        w_q, w_k: projections ``[d_head, d_model]``.
+
+    Returns:
+        :class:`ScoreTerms` ``(a, b, c, d)``, each ``[..., Lq, Lk]``.
+    """
+    for name, t in (("e_q", e_q), ("e_k", e_k), ("p_q", p_q), ("p_k", p_k)):
+        _check_float(name, t, min_ndim=2)
+    _check_float("w_q", w_q, ndim=2)
+    _check_float("w_k", w_k, ndim=2)
+    d_model = e_q.shape[-1]
+    for name, t in (("e_k", e_k), ("p_q", p_q), ("p_k", p_k), ("w_q", w_q), ("w_k", w_k)):
+        _check_last(name, t, d_model, "e_q.shape[-1] (d_model)")
+    if w_q.shape[0] != w_k.shape[0]:
+        raise ValueError(
+            f"w_q and w_k must have the same number of rows (d_head), got {w_q.shape[0]} and {w_k.shape[0]}"
+        )
+    if p_q.shape[-2] != e_q.shape[-2]:
+        raise ValueError(f"p_q must have one row per query ({e_q.shape[-2]}), got shape {list(p_q.shape)}")
+    if p_k.shape[-2] != e_k.shape[-2]:
+        raise ValueError(f"p_k must have one row per key ({e_k.shape[-2]}), got shape {list(p_k.shape)}")
+    batch = _batch(e_q, e_k, p_q, p_k)
+    lq, lk = e_q.shape[-2], e_k.shape[-2]
+    check_fits_in_memory("score terms", (4, *batch, lq, lk), e_q.dtype, e_q.device)
+    qe, qu = e_q @ w_q.T, p_q @ w_q.T  # W_q E_m, W_q U_m (as rows)
+    ke, ku = e_k @ w_k.T, p_k @ w_k.T  # W_k E_n, W_k U_n
+    shape = (*batch, lq, lk)
+    return ScoreTerms(
+        a=(qe @ ke.transpose(-2, -1)).expand(shape),
+        b=(qe @ ku.transpose(-2, -1)).expand(shape),
+        c=(qu @ ke.transpose(-2, -1)).expand(shape),
+        d=(qu @ ku.transpose(-2, -1)).expand(shape),
+    )
+
+
+def _signed_sinusoid(offsets: torch.Tensor, dim: int, base: float, dtype: torch.dtype) -> torch.Tensor:
+    """Rows :math:`PE(r)` of :func:`posviz.sinusoidal_encoding` for integer offsets of either sign.
+
+    :math:`PE(-r)` is :math:`PE(r)` with its sine (even) columns negated: sin is odd, cos even.
+    """
+    from .absolute import sinusoidal_encoding  # local import: keeps the module graph a tree
+
+    size = int(offsets.abs().max()) + 1 if offsets.numel() else 1
+    table = sinusoidal_encoding(size, dim, base, device=offsets.device, dtype=dtype)  # PE(0..size-1)
+    rows = table[offsets.abs()]
+    sign = torch.ones(dim, dtype=dtype, device=offsets.device).repeat(offsets.numel(), 1)
+    sign[:, 0::2] = torch.where(offsets < 0, -1.0, 1.0).to(dtype)[:, None]  # sin(-x) = -sin(x)
+    return rows * sign
+
+
+def transformer_xl_scores(
+    e_q: torch.Tensor,
+    e_k: torch.Tensor,
+    w_q: torch.Tensor,
+    w_k_e: torch.Tensor,
+    w_k_r: torch.Tensor,
+    u: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    base: float = 10000.0,
+) -> ScoreTerms:
+    r"""Transformer-XL's relative attention score, as its four terms (Dai et al., 2019, §3.3).
+
+    .. math::
+
+        A^{\mathrm{rel}}_{mn} =
+        \underbrace{E_m^\top W_q^\top W_{k,E} E_n}_{(a)}
+        + \underbrace{E_m^\top W_q^\top W_{k,R} R_{m-n}}_{(b)}
+        + \underbrace{u^\top W_{k,E} E_n}_{(c)}
+        + \underbrace{v^\top W_{k,R} R_{m-n}}_{(d)}
+
+    Compared with :func:`absolute_score_terms`: the key's absolute position :math:`U_n` becomes
+    the sinusoid of the offset, :math:`R_{m-n}`; the query's :math:`U_m^\top W_q^\top` becomes
+    the learned vectors :math:`u^\top` and :math:`v^\top`; and :math:`W_k` splits into
+    :math:`W_{k,E}` (content keys) and :math:`W_{k,R}` (position keys).
+
+    :math:`R_r` is row :math:`r` of :func:`posviz.sinusoidal_encoding` (sines in the even
+    columns, frequency base ``base``) with :math:`r = m - n`, queries and keys both counted from
+    0; for :math:`r < 0` (a key after the query, which a causal model masks) the sines change
+    sign. The official code concatenates all sines then all cosines; the layouts differ by a
+    fixed permutation of the columns of :math:`W_{k,R}`. No :math:`1/\sqrt{d}` scaling is applied
+    (the model scales the sum).
+
+    Args:
+        e_q, e_k: content (token embeddings or hidden states) ``[..., Lq, d_model]`` and
+            ``[..., Lk, d_model]``.
+        w_q, w_k_e: ``[d_head, d_model]``.
+        w_k_r: ``[d_head, d_R]``, with :math:`d_R` (the sinusoid's dimension) even.
+        u, v: ``[d_head]``.
+        base: the sinusoid's frequency base, > 0.
+
+    Returns:
+        :class:`ScoreTerms` ``(a, b, c, d)``, each ``[..., Lq, Lk]``. (b) and (d) depend on the
+        positions only through :math:`m - n`; (c) is the same for every query.
+    """
+    _check_float("e_q", e_q, min_ndim=2)
+    _check_float("e_k", e_k, min_ndim=2)
+    for name, t in (("w_q", w_q), ("w_k_e", w_k_e), ("w_k_r", w_k_r)):
+        _check_float(name, t, ndim=2)
+    _check_float("u", u, ndim=1)
+    _check_float("v", v, ndim=1)
+    base = check_positive("base", base)
+    d_model, d_head, d_r = e_q.shape[-1], w_q.shape[0], w_k_r.shape[1]
+    for name, t in (("e_k", e_k), ("w_q", w_q), ("w_k_e", w_k_e)):
+        _check_last(name, t, d_model, "e_q.shape[-1] (d_model)")
+    if w_k_e.shape[0] != d_head or w_k_r.shape[0] != d_head:
+        raise ValueError(
+            f"w_k_e and w_k_r must have d_head = w_q.shape[0] = {d_head} rows, got shapes "
+            f"{list(w_k_e.shape)} and {list(w_k_r.shape)}"
+        )
+    if d_r % 2:
+        raise ValueError(f"w_k_r.shape[1] (the sinusoid dimension d_R) must be even, got {d_r}")
+    _check_last("u", u, d_head, "w_q.shape[0] (d_head)")
+    _check_last("v", v, d_head, "w_q.shape[0] (d_head)")
+    batch = _batch(e_q, e_k)
+    lq, lk = e_q.shape[-2], e_k.shape[-2]
+    check_fits_in_memory("score terms", (4, *batch, lq, lk), e_q.dtype, e_q.device)
+
+    offsets = torch.arange(-(lk - 1), lq, device=e_q.device)  # every m - n that occurs
+    r_keys = _signed_sinusoid(offsets, d_r, base, e_q.dtype) @ w_k_r.T  # W_{k,R} R_r, [n_off, d_head]
+    idx = relative_positions(lq, lk, device=e_q.device) + (lk - 1)  # row of offset m - n
+    q = e_q @ w_q.T  # W_q E_m (rows)
+    k = e_k @ w_k_e.T  # W_{k,E} E_n
+    shape = (*batch, lq, lk)
+    rows = torch.arange(lq, device=e_q.device)[:, None]
+    b_all = q @ r_keys.T  # [..., Lq, n_off]: E_m^T W_q^T W_{k,R} R_r for every offset r
+    return ScoreTerms(
+        a=(q @ k.transpose(-2, -1)).expand(shape),
+        b=b_all[..., rows, idx].expand(shape),
+        c=(k @ u).unsqueeze(-2).expand(shape),
+        d=(r_keys @ v)[idx].expand(shape),
+    )
+
+
+def _median_seconds(fn: Callable[[], object], repeats: int, device: torch.device) -> float:
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    fn()  # warm-up: allocator, kernels, caches
+    sync()
+    times: list[float] = []
+    # at least `repeats` runs, and more (up to 50) until they add up to 0.1 s: short calls get
+    # enough samples for a stable median
+    while len(times) < repeats or (sum(times) < 0.1 and len(times) < 50):
+        start = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def relative_attention_cost(
+    lengths: Sequence[int] = (128, 256, 512, 1024),
+    *,
+    num_heads: int = 8,
+    head_dim: int = 64,
+    max_distance: int = 16,
+    num_buckets: int = 32,
+    repeats: int = 5,
+    num_threads: int | None = 1,
+    device: torch.device | str | None = "cpu",
+) -> list[dict[str, float]]:
+    r"""Median wall-clock seconds of one attention call (batch 1), plain and with a relative term.
+
+    For each length :math:`L`, with random ``q, k, v`` of shape ``[1, num_heads, L, head_dim]``
+    and no gradients:
+
+    * ``plain``: :func:`posviz.attention`, the :math:`H \times L \times L` scores and softmax;
+    * ``shaw``: :class:`ShawRelativePosition` (keys and values, clip ``max_distance``), which
+      gathers :math:`a^K_{r}` and :math:`a^V_{r}` for every pair: two :math:`L \times L \times d`
+      tensors, shared by the heads;
+    * ``t5``: :class:`T5RelativeBias` (bidirectional, ``num_buckets``, max distance 128) computed
+      for the :math:`L \times L` pairs, then :func:`posviz.attention` with that
+      :math:`H \times L \times L` bias.
+
+    Each is run once to warm up, then ``repeats`` times, or more (up to 50) until the runs add up
+    to 0.1 s; the median is reported (``time.perf_counter``; CUDA is synchronised). CPU timings
+    use ``num_threads`` PyTorch threads (restored afterwards; ``None`` keeps the current
+    setting): one thread is the least disturbed by other programs on a shared machine. Timings
+    depend on the machine and its load: they are not reproducible.
+
+    Returns:
+        one dict per length: ``{"length": L, "plain": s, "shaw": s, "t5": s, "threads": n}``
+        (seconds; ``threads`` is the number of CPU threads used).
+    """
+    if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Sequence) or not lengths:
+        raise ValueError(f"lengths must be a non-empty sequence of integers >= 1, got {lengths!r}")
+    lengths = [check_int("lengths[i]", length, minimum=1) for length in lengths]
+    num_heads = check_int("num_heads", num_heads, minimum=1)
+    head_dim = check_int("head_dim", head_dim, minimum=1)
+    repeats = check_int("repeats", repeats, minimum=1)
+    if num_threads is not None:
+        num_threads = check_int("num_threads", num_threads, minimum=1)
+    device, dtype = resolve(device, None)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)  # the modules' random initialisation
+        shaw = ShawRelativePosition(head_dim, max_distance).to(device)
+        t5 = T5RelativeBias(num_heads, num_buckets=num_buckets).to(device)
+    previous_threads = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    try:
+        rows = _time_lengths(lengths, shaw, t5, num_heads, head_dim, repeats, device, dtype)
+    finally:
+        torch.set_num_threads(previous_threads)
+    return rows
+
+
+def _time_lengths(
+    lengths: list[int],
+    shaw: ShawRelativePosition,
+    t5: T5RelativeBias,
+    num_heads: int,
+    head_dim: int,
+    repeats: int,
+    device: torch.device,
+    dtype: torch.dtype,
+) -> list[dict[str, float]]:
+    from .attention import attention  # local import: attention.py imports nothing from here
+
+    generator = torch.Generator().manual_seed(0)
+    threads = torch.get_num_threads()
+    rows = []
+    with torch.no_grad():
+        for length in lengths:
+            q, k, v = (
+                torch.randn(1, num_heads, length, head_dim, generator=generator, dtype=dtype).to(device)
+                for _ in range(3)
+            )
+            rows.append(
+                {
+                    "length": length,
+                    "plain": _median_seconds(lambda: attention(q, k, v), repeats, device),  # noqa: B023
+                    "shaw": _median_seconds(lambda: shaw(q, k, v), repeats, device),  # noqa: B023
+                    "t5": _median_seconds(lambda: attention(q, k, v, bias=t5(length)), repeats, device),  # noqa: B023
+                    "threads": threads,
+                }
+            )
+    return rows
