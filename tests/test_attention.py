@@ -81,3 +81,135 @@ def test_causal_mask():
 def test_bad_input(call, err, msg):
     with pytest.raises(err, match=msg):
         call()
+
+
+# --- attention_scores and self_attention (chapter "Why position matters") ---
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_scores_formula(causal):
+    q, k = torch.randn(2, 5, 8, dtype=torch.float64), torch.randn(2, 7, 8, dtype=torch.float64)
+    bias = torch.randn(5, 7, dtype=torch.float64)
+    from posviz.attention import attention_scores
+
+    s = attention_scores(q, k, bias=bias, causal=causal)
+    expected = torch.einsum("bmd,bnd->bmn", q, k) / 8**0.5 + bias  # s_mn = q_m.k_n / sqrt(d) + B_mn
+    if causal:
+        future = torch.arange(7)[None, :] > torch.arange(5)[:, None]
+        assert torch.all(s[:, future] == float("-inf"))
+        expected = expected.masked_fill(future, float("-inf"))
+    torch.testing.assert_close(s, expected)
+
+
+def test_softmax_of_the_scores_is_the_attention_weights():
+    from posviz.attention import attention_scores
+
+    q, k = torch.randn(6, 4), torch.randn(9, 4)
+    for scale in (None, 1.0, 0.1):
+        _, w = posviz.attention(q, k, scale=scale, causal=True)
+        torch.testing.assert_close(torch.softmax(attention_scores(q, k, scale=scale, causal=True), -1), w)
+
+
+@pytest.mark.parametrize("d", [4, 64, 1024])
+def test_score_variance_is_d_unscaled_and_one_scaled(d):
+    """Vaswani et al.'s footnote 4: Var(q.k) = d for independent unit-variance components."""
+    from posviz.attention import attention_scores
+
+    g = torch.Generator().manual_seed(d)
+    q, k = torch.randn(2, 20000, 1, d, generator=g, dtype=torch.float64)
+    unscaled = attention_scores(q, k, scale=1.0).flatten()
+    scaled = attention_scores(q, k).flatten()
+    assert abs(unscaled.var().item() / d - 1) < 0.05
+    assert abs(scaled.var().item() - 1) < 0.05
+
+
+def test_self_attention_matches_linear_layers_and_sdpa():
+    from posviz.attention import self_attention
+
+    L, d, dk, dv = 7, 8, 6, 5
+    x = torch.randn(2, L, d, dtype=torch.float64)
+    p = posviz.sinusoidal_encoding(L, d, device="cpu", dtype=torch.float64)
+    lin = {n: torch.nn.Linear(d, m, bias=False, dtype=torch.float64) for n, m in (("q", dk), ("k", dk), ("v", dv))}
+    out, w = self_attention(x, lin["q"].weight, lin["k"].weight, lin["v"].weight, position=p, causal=True)
+    with torch.no_grad():
+        h = x + p  # x_m + p_m
+        ref = F.scaled_dot_product_attention(lin["q"](h), lin["k"](h), lin["v"](h), is_causal=True)
+    torch.testing.assert_close(out, ref)
+    assert out.shape == (2, L, dv) and w.shape == (2, L, L)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(2, 12), d=st.integers(1, 8).map(lambda h: 2 * h), seed=st.integers(0, 99))
+def test_self_attention_is_permutation_equivariant_only_without_position(n, d, seed):
+    from posviz.attention import self_attention
+
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d, generator=g, dtype=torch.float64)
+    w = torch.randn(3, d, d, generator=g, dtype=torch.float64)
+    perm = torch.roll(torch.arange(n), 1)  # a shuffle that moves every token
+    out, weights = self_attention(x, *w)
+    out_p, weights_p = self_attention(x[perm], *w)
+    torch.testing.assert_close(out_p, out[perm])  # o'_m = o_{pi(m)}
+    torch.testing.assert_close(weights_p, weights[perm][:, perm])  # a'_mn = a_{pi(m) pi(n)}
+    pe = posviz.sinusoidal_encoding(n, d, device="cpu", dtype=torch.float64)
+    out, _ = self_attention(x, *w, position=pe)
+    out_p, _ = self_attention(x[perm], *w, position=pe)
+    assert (out_p - out[perm]).abs().max() > 1e-6
+
+
+def test_self_attention_rope_rotates_queries_and_keys():
+    from posviz.attention import self_attention
+
+    L, d = 6, 8
+    x, w = torch.randn(L, d, dtype=torch.float64), torch.randn(3, d, d, dtype=torch.float64)
+    out, weights = self_attention(x, *w, rope_base=100.0)
+    r = torch.stack([posviz.rope_rotation_matrix(m, d, 100.0, device="cpu", dtype=torch.float64) for m in range(L)])
+    q = torch.einsum("mij,mj->mi", r, x @ w[0].T)  # R_m W_q x_m
+    k = torch.einsum("mij,mj->mi", r, x @ w[1].T)
+    torch.testing.assert_close(weights, torch.softmax(q @ k.T / d**0.5, -1))
+    torch.testing.assert_close(out, weights @ (x @ w[2].T))
+    # one token repeated: s_mn - s_mm = log(a_mn / a_mm) depends on m and n only through n - m
+    _, w_same = self_attention(x[:1].expand(L, d), *w, rope_base=100.0)
+    rel = (w_same / w_same.diagonal()[:, None]).log()  # [m, n] -> s_mn - s_mm
+    torch.testing.assert_close(rel[1:, 1:], rel[:-1, :-1])
+    assert rel[0, 1:].std() > 1e-3  # and does depend on the offset
+    with pytest.raises(ValueError, match="rope_base must be a finite number > 0"):
+        self_attention(x, *w, rope_base=0.0)
+
+
+def test_self_attention_without_position_ignores_order_of_a_set():
+    from posviz.attention import self_attention
+
+    x, w = torch.randn(3, 4), torch.randn(3, 4, 4)
+    out, _ = self_attention(x, *w)
+    out_rev, _ = self_attention(x.flip(0), *w)
+    torch.testing.assert_close(out_rev.flip(0), out)
+
+
+@pytest.mark.parametrize(
+    ("call", "err", "msg"),
+    [
+        (lambda f: f(torch.randn(3, 4), torch.randn(4, 4), torch.randn(4, 5), torch.randn(4, 4)), ValueError,
+         r"w_k must have shape \[d_out, 4\]"),
+        (lambda f: f(torch.randn(3, 4), torch.randn(4), torch.randn(4, 4), torch.randn(4, 4)), ValueError, "w_q"),
+        (lambda f: f(torch.ones(3, 4, dtype=torch.long), *torch.randn(3, 4, 4)), TypeError, "x must be a floating"),
+        (lambda f: f(torch.randn(3, 4), *torch.randn(3, 4, 4), position=torch.randn(5, 4)), ValueError,
+         "position must broadcast"),
+        (lambda f: f(torch.randn(3, 4), *torch.randn(3, 4, 4), position=[0.0]), TypeError, "position must be"),
+        (lambda f: f("x", *torch.randn(3, 4, 4)), TypeError, "x must be a torch.Tensor"),
+    ],
+)
+def test_self_attention_bad_input(call, err, msg):
+    from posviz.attention import self_attention
+
+    with pytest.raises(err, match=msg):
+        call(self_attention)
+
+
+def test_attention_scores_bad_input():
+    from posviz.attention import attention_scores
+
+    with pytest.raises(ValueError, match="same last dim"):
+        attention_scores(torch.randn(3, 4), torch.randn(3, 5))
+    with pytest.raises(TypeError, match="k must be a torch.Tensor"):
+        attention_scores(torch.randn(3, 4), None)
