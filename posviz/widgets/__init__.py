@@ -9,11 +9,13 @@ last good figure.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import ipywidgets as widgets
 import plotly.graph_objects as go
+import torch
 from plotly.basedatatypes import BaseFigure
 
 __all__ = ["Explorer", "Update", "explorer"]
@@ -24,7 +26,10 @@ Update = BaseFigure | Sequence[Mapping[str, Any]]
 trace (e.g. ``[{"z": new_z}]``)."""
 
 
-def _apply(target: BaseFigure, result: Update) -> None:
+def _validated(target: BaseFigure, result: Update) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Check an update against the figure without touching it: trace count, and every trace
+    property and layout key through Plotly's own validators (on fresh objects holding only the
+    update, which costs a fraction of copying the figure)."""
     if isinstance(result, BaseFigure):
         traces = [trace.to_plotly_json() for trace in result.data]
         layout = result.layout.to_plotly_json()
@@ -32,10 +37,32 @@ def _apply(target: BaseFigure, result: Update) -> None:
         traces, layout = [dict(update) for update in result], {}
     if len(traces) != len(target.data):
         raise ValueError(f"the update gave {len(traces)} traces, the figure has {len(target.data)}")
+    for trace, update in zip(target.data, traces):
+        kind = update.get("type", trace.type)
+        if kind != trace.type:
+            raise ValueError(f"the update turns a {trace.type} trace into a {kind} trace")
+        type(trace)(**{k: v for k, v in update.items() if k != "type"})  # raises on a bad property or value
+    go.Layout(**layout)
+    return traces, layout
+
+
+def _apply(target: BaseFigure, traces: list[dict[str, Any]], layout: dict[str, Any]) -> None:
     with target.batch_update():
         for trace, update in zip(target.data, traces):
             trace.update(update)
         target.layout.update(layout)
+
+
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    """Explorer updates are small: one torch thread answers faster than several, and far faster
+    when other processes compete for the cores (thread hand-offs then cost tens of ms)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 class Explorer(widgets.VBox):
@@ -70,13 +97,14 @@ class Explorer(widgets.VBox):
     def refresh(self, _change: object = None) -> bool:
         """Recompute the figure from the controls; ``False`` (and a message) if that failed."""
         try:
-            result = self.update(**{name: control.value for name, control in self.controls.items()})
-            _apply(go.Figure(self.figure), result)  # dry run: the widget changes only if this passes
+            with _one_thread():
+                result = self.update(**{name: control.value for name, control in self.controls.items()})
+            traces, layout = _validated(self.figure, result)  # the widget changes only if this passes
         except Exception as err:  # a callback must never raise
             message = html.escape(f"{type(err).__name__}: {err}")
             self.status.value = f'<span style="color:#b30000">⚠ {message}</span>'
             return False
-        _apply(self.figure, result)
+        _apply(self.figure, traces, layout)
         self.status.value = ""
         return True
 
