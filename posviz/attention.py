@@ -84,11 +84,14 @@ def attention_scores(
         scale = 1.0 / math.sqrt(q.shape[-1]) if q.shape[-1] else 1.0
     check_fits_in_memory("attention map", tuple(shape), q.dtype, q.device, copies=3)
 
-    scores = torch.matmul(q, k.transpose(-2, -1)) * scale  # s q_m . k_n, [..., Lq, Lk]
+    # in place where the shape allows: one [..., Lq, Lk] buffer instead of three (autograd-safe:
+    # neither matmul nor mul needs its output for the backward pass)
+    scores = torch.matmul(q, k.transpose(-2, -1)).mul_(scale)  # s q_m . k_n, [..., Lq, Lk]
     if bias is not None:
-        scores = scores + bias.to(scores.dtype)
+        bias = bias.to(scores.dtype)
+        scores = scores.add_(bias) if scores.shape == tuple(shape) else scores + bias
     if causal:
-        scores = scores.masked_fill(causal_mask(lq, lk, device=q.device), float("-inf"))
+        scores = scores.masked_fill_(causal_mask(lq, lk, device=q.device), float("-inf"))
     return scores
 
 

@@ -135,19 +135,18 @@ def t5_relative_bucket(
         )
 
     relative_position = relative_position.long()
-    buckets = torch.zeros_like(relative_position)
     if bidirectional:
-        buckets += (relative_position > 0).long() * per_direction  # keys after the query
         distance = relative_position.abs()
     else:
-        distance = -torch.clamp(relative_position, max=0)  # max(m - n, 0)
-    is_small = distance < max_exact
-    # log-spaced buckets between max_exact and max_distance (float32, exactly as T5 computes them)
-    large = max_exact + (
-        torch.log(distance.float() / max_exact) / math.log(max_distance / max_exact) * (per_direction - max_exact)
-    ).long()
-    large = torch.clamp(large, max=per_direction - 1)
-    return buckets + torch.where(is_small, distance, large)
+        distance = torch.clamp(relative_position, max=0).neg_()  # max(m - n, 0)
+    # log-spaced buckets between max_exact and max_distance (float32, exactly as T5 computes them);
+    # each step below works in place on one fresh buffer
+    large = distance.float().div_(max_exact).log_().div_(math.log(max_distance / max_exact))
+    large = large.mul_(per_direction - max_exact).long().add_(max_exact).clamp_(max=per_direction - 1)
+    buckets = torch.where(distance < max_exact, distance, large)
+    if bidirectional:
+        buckets += (relative_position > 0).long() * per_direction  # keys after the query
+    return buckets
 
 
 class ShawRelativePosition(nn.Module):
