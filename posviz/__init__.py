@@ -10,43 +10,83 @@ uses key minus query, see :func:`t5_relative_bucket`); RoPE pairs are interleave
 from ._validate import default_device
 from .absolute import (
     LearnedPositionalEmbedding,
+    binary_counter_waves,
     sinusoidal_encoding,
     sinusoidal_offset_similarity,
+    sinusoidal_phase_coverage,
     sinusoidal_shift_matrix,
 )
-from .alibi import alibi_bias, alibi_slopes
-from .attention import attention, causal_mask
+from .alibi import alibi_bias, alibi_distance_weights, alibi_effective_window, alibi_slopes, alibi_window_mass
+from .attention import attention, attention_scores, causal_mask, self_attention
 from .frequencies import rope_frequencies, wavelengths
-from .relative import ShawRelativePosition, T5RelativeBias, relative_positions, t5_relative_bucket
+from .learned import cosine_similarity_matrix, learned_table_parameters
+from .relative import (
+    ScoreTerms,
+    ShawRelativePosition,
+    T5RelativeBias,
+    absolute_score_terms,
+    relative_attention_cost,
+    relative_positions,
+    t5_relative_bucket,
+    transformer_xl_scores,
+)
 from .rope import (
     apply_rope,
     clear_rope_cache,
+    rope_angles,
+    rope_complex_view,
     rope_decay_bound,
     rope_layout_permutation,
+    rope_relative_score,
     rope_rotation_matrix,
+    rope_scores,
 )
 
 __version__ = "0.1.0"
 
 __all__ = [
+    # devices
+    "default_device",
+    # absolute: sinusoidal and learned
+    "sinusoidal_encoding",
+    "sinusoidal_shift_matrix",
+    "sinusoidal_offset_similarity",
+    "sinusoidal_phase_coverage",
+    "binary_counter_waves",
     "LearnedPositionalEmbedding",
+    "learned_table_parameters",
+    "cosine_similarity_matrix",
+    # frequencies
+    "rope_frequencies",
+    "wavelengths",
+    # RoPE
+    "apply_rope",
+    "rope_rotation_matrix",
+    "rope_layout_permutation",
+    "rope_decay_bound",
+    "rope_angles",
+    "rope_complex_view",
+    "rope_relative_score",
+    "rope_scores",
+    "clear_rope_cache",
+    # ALiBi
+    "alibi_slopes",
+    "alibi_bias",
+    "alibi_distance_weights",
+    "alibi_window_mass",
+    "alibi_effective_window",
+    # relative: Shaw, Transformer-XL, T5
+    "relative_positions",
+    "t5_relative_bucket",
     "ShawRelativePosition",
     "T5RelativeBias",
-    "alibi_bias",
-    "alibi_slopes",
-    "apply_rope",
+    "ScoreTerms",
+    "absolute_score_terms",
+    "transformer_xl_scores",
+    "relative_attention_cost",
+    # attention
     "attention",
+    "attention_scores",
+    "self_attention",
     "causal_mask",
-    "clear_rope_cache",
-    "default_device",
-    "relative_positions",
-    "rope_decay_bound",
-    "rope_frequencies",
-    "rope_layout_permutation",
-    "rope_rotation_matrix",
-    "sinusoidal_encoding",
-    "sinusoidal_offset_similarity",
-    "sinusoidal_shift_matrix",
-    "t5_relative_bucket",
-    "wavelengths",
 ]
