@@ -494,8 +494,9 @@ def relative_attention_cost(
     depend on the machine and its load: they are not reproducible.
 
     Returns:
-        one dict per length: ``{"length": L, "plain": s, "shaw": s, "t5": s, "threads": n}``
-        (seconds; ``threads`` is the number of CPU threads used).
+        A list with one dict per length,
+        ``{"length": L, "plain": s, "shaw": s, "t5": s, "threads": n}`` (seconds; ``threads`` is
+        the number of CPU threads used).
     """
     if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Sequence) or not lengths:
         raise ValueError(f"lengths must be a non-empty sequence of integers >= 1, got {lengths!r}")

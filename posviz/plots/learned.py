@@ -34,10 +34,10 @@ __all__ = [
 ]
 
 DIMS: tuple[int, ...] = (64, 128, 256, 512, 768, 1024, 1600, 2048, 4096, 8192, 12288, 16384)
-"""Model widths the cost figure's slider steps through (768: BERT-base, GPT, GPT-2 small;
-1600: GPT-2 XL; 12288: GPT-3 175B)."""
+"""The model widths that the cost figure's slider steps through. 768 is BERT-base, GPT and
+GPT-2 small; 1600 is GPT-2 XL; 12288 is GPT-3 175B."""
 LENGTHS: tuple[int, ...] = tuple(2**k for k in range(7, 18))
-"""Context lengths on the cost figure's x axis: 128 .. 131072."""
+"""The context lengths on the cost figure's x axis, from 128 to 131072."""
 KNOWN_TABLES: tuple[tuple[str, int, int, str], ...] = (
     ("BERT-base, GPT", 512, 768, "middle left"),
     ("BERT-large", 512, 1024, "top center"),
