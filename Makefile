@@ -29,7 +29,12 @@ $(VENV)/.test: pyproject.toml $(VENV)/.book
 setup-book: $(VENV)/.book
 setup-test: $(VENV)/.test
 
-book: $(VENV)/.book
+# jupyter-cache keys on a notebook's code only: when posviz changes, the cached outputs are stale.
+_build/.posviz-stamp: $(shell find posviz -name '*.py' 2>/dev/null)
+	rm -rf _build/.jupyter_cache
+	mkdir -p _build && touch $@
+
+book: $(VENV)/.book _build/.posviz-stamp
 	[ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund
 	@# --all re-reads every page, so a warning on an unchanged page fails again; execution stays cached
 	$(BIN)/jupyter-book build . --all $(BOOK_FLAGS)

@@ -1,0 +1,120 @@
+"""Launching the chapters as a new reader would: Colab, Binder and a fresh environment.
+
+* Every chapter has a setup cell generated from ``_config.yml`` and a paired ``.ipynb`` that is
+  up to date (``tools/notebooks.py --check``).
+* Every chapter page of the built site has Colab, Binder and live-code (Thebe) buttons whose
+  targets are the repository in ``_config.yml`` and the chapter's own ``.ipynb``.
+* Stand-in for Colab: a wheel of posviz, a fresh virtual environment with only the reader-facing
+  requirements (no posviz), the setup cell pointed at the wheel (``POSVIZ_INSTALL``), and every
+  chapter notebook executed there from a clean state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = Path(os.environ.get("POSVIZ_SITE", ROOT / "_build" / "html"))
+sys.path.insert(0, str(ROOT / "tools"))
+
+import notebooks  # noqa: E402
+
+
+def chapter_names() -> list[str]:
+    return [p.stem for p in notebooks.chapters()]
+
+
+def test_there_are_chapters():
+    assert len(chapter_names()) >= 7
+
+
+def test_notebooks_are_in_sync():
+    stale = notebooks.sync(check=True)
+    assert not stale, f"run `python tools/notebooks.py`: out of date: {stale}"
+
+
+@pytest.mark.parametrize("name", chapter_names())
+def test_setup_cell_comes_from_the_config(name):
+    nb = json.loads((ROOT / "book" / f"{name}.ipynb").read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert "colab-setup" in code[0]["metadata"]["tags"]
+    source = "".join(code[0]["source"])
+    repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
+    assert f"git+{repo['url']}@{repo['branch']}" in source
+    assert all(not c["outputs"] for c in code), "committed notebooks carry no outputs"
+
+
+def test_setup_cell_follows_the_config(tmp_path):
+    cfg = {"repository": {"url": "https://github.com/someone/fork", "branch": "dev"}}
+    assert "posviz @ git+https://github.com/someone/fork@dev" in notebooks.setup_source(cfg)
+
+
+@pytest.mark.skipif(not SITE.exists(), reason="the book is not built (make book)")
+@pytest.mark.parametrize("name", chapter_names())
+def test_launch_buttons_point_at_the_chapter_notebook(name):
+    repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
+    org_repo = re.sub(r"^https://github.com/", "", repo["url"]).rstrip("/")
+    html = (SITE / "book" / f"{name}.html").read_text()
+    links = set(re.findall(r'href="(https://(?:colab\.research\.google\.com|mybinder\.org)[^"]+)"', html))
+    colab = f"https://colab.research.google.com/github/{org_repo}/blob/{repo['branch']}/book/{name}.ipynb"
+    binder = f"https://mybinder.org/v2/gh/{org_repo}/{repo['branch']}?urlpath=lab/tree/book/{name}.ipynb"
+    assert colab in links, links
+    assert binder in links, links
+    assert 'class="btn btn-sm dropdown-item thebe' in html or "initThebe" in html or "thebe-launch" in html
+    assert (ROOT / "book" / f"{name}.ipynb").exists()
+
+
+def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+@pytest.mark.slow
+def test_chapters_run_in_a_fresh_environment(tmp_path):
+    """Colab stand-in: no posviz installed; the setup cell installs it from a wheel. Every cell
+    runs, the explorer cells too (the book build skips them: their widget state would add MBs)."""
+    wheels = tmp_path / "wheels"
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(ROOT)])
+    (wheel,) = wheels.glob("posviz-*.whl")
+
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)])
+    py = str(venv / "bin" / "python")
+    torch_pin = f"torch=={torch.__version__.split('+')[0]}"  # the CPU build already used here
+    reader = [
+        line.strip()
+        for line in (ROOT / "requirements.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#") and line.strip() != "."
+    ]
+    _run([py, "-m", "pip", "install", "-q", torch_pin])
+    _run([py, "-m", "pip", "install", "-q", *reader, "ipykernel", "nbclient", "nbformat"])
+    probe = subprocess.run([py, "-c", "import posviz"], capture_output=True)
+    assert probe.returncode != 0, "the fresh environment must not have posviz before the setup cell runs"
+
+    # a kernel spec inside the venv, under a name nothing else uses, so the venv's python runs the cells
+    _run([py, "-m", "ipykernel", "install", "--sys-prefix", "--name", "posviz-fresh"])
+    runner = (
+        "import sys, nbformat\n"
+        "from nbclient import NotebookClient\n"
+        "nb = nbformat.read(sys.argv[1], as_version=4)\n"
+        "NotebookClient(nb, timeout=600, kernel_name='posviz-fresh', skip_cells_with_tag='never-skipped',\n"
+        "               resources={'metadata': {'path': sys.argv[2]}}).execute()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["POSVIZ_INSTALL"] = str(wheel)
+    for name in chapter_names():
+        done = subprocess.run(
+            [py, "-c", runner, str(ROOT / "book" / f"{name}.ipynb"), str(ROOT / "book")],
+            env=env, cwd=tmp_path, timeout=900, capture_output=True, text=True,
+        )
+        assert done.returncode == 0, f"{name}.ipynb failed in the fresh environment:\n{done.stderr[-3000:]}"
+    shown = _run([py, "-m", "pip", "show", "posviz"]).stdout
+    assert "Version:" in shown, "the setup cell installed posviz from the wheel"
