@@ -31,7 +31,11 @@ TAG = "colab-setup"
 
 SETUP = '''\
 # Setup for Colab: install this book's library when it is missing (does nothing locally or on Binder).
-import importlib.util, os, subprocess, sys
+import importlib.util
+import os
+import subprocess
+import sys
+
 if importlib.util.find_spec("posviz") is None:
     _source = os.environ.get("POSVIZ_INSTALL", "posviz @ git+{url}@{branch}")
     subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", _source])

@@ -1,0 +1,546 @@
+r"""Benchmark: posviz against widely used implementations, the memory-bound floor and the sliders.
+
+Run ``python -m posviz.bench`` (about 3 minutes on 2 cores; ``--quick`` for a smoke run,
+``--book`` to also time a clean and a cached book build). In one process it measures, for each
+operation at realistic sizes:
+
+* the median time of posviz and of the reference implementation, from **interleaved** repeats
+  (posviz, reference, copy, posviz, reference, copy, ...), and their ratio
+  :math:`t_\text{posviz} / t_\text{ref}` (≤ 1 means posviz is at least as fast);
+* for elementwise operations, the ratio to the memory-bound floor: a plain ``clone()`` of a tensor
+  of the output's size, :math:`t_\text{posviz} / t_\text{copy}`;
+* the peak extra memory of each call: on CUDA ``torch.cuda.max_memory_allocated`` minus the
+  memory held before the call; on the CPU, in a fresh child process that builds the inputs and
+  warms up, the peak resident set size (``VmHWM``, reset through ``/proc/self/clear_refs``)
+  during one call minus the resident size before it, with glibc told to return large blocks
+  to the system (``MALLOC_MMAP_THRESHOLD_``) so that freed memory is not counted as held;
+* the time from a control change to updated figure data for every live explorer in
+  ``posviz.widgets`` (the control's value is set programmatically; the callback runs
+  synchronously), median over the control's values.
+
+Results are printed as a table and written as JSON and Markdown (``--out``, default
+``benchmarks/``); ``book/performance.md`` shows the committed Markdown.
+
+References (test-only dependencies): Hugging Face ``transformers`` (LLaMA's RoPE, T5's
+bucketing, the eager attention of its models, DistilBERT's sinusoids), ``rotary-embedding-torch``
+(interleaved RoPE) and ``x-transformers`` (ALiBi bias; its cache is cleared before each call so
+that the computation, not a cache hit, is timed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import json
+import math
+import os
+import pkgutil
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import posviz
+
+Fn = Callable[[], Any]
+
+
+@dataclass
+class Case:
+    """One operation at one size: posviz, an optional reference, and the copy floor."""
+
+    op: str
+    size: str
+    setup: Callable[[torch.device], tuple[Fn, Fn | None, int]]  # -> (posviz, reference, output numel)
+    reference: str = ""
+    elementwise: bool = False
+
+
+@dataclass
+class Row:
+    op: str
+    size: str
+    reference: str
+    posviz_ms: float
+    reference_ms: float | None
+    copy_ms: float | None
+    ratio_reference: float | None
+    ratio_copy: float | None
+    posviz_peak_mib: float | None = None
+    reference_peak_mib: float | None = None
+    repeats: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference implementations (imported lazily: they are test-only dependencies)
+
+
+def _rope_cases(shapes: list[tuple[int, int, int, int]]) -> list[Case]:
+    cases = []
+    for shape in shapes:
+        _b, h, n, d = shape
+
+        def inter(device: torch.device, shape=shape, d=d):
+            from rotary_embedding_torch import RotaryEmbedding
+
+            x = torch.randn(shape, device=device)
+            rot = RotaryEmbedding(dim=d).to(device)
+            rot.rotate_queries_or_keys(x)  # let it fill its own cache, as posviz does
+            return (lambda: posviz.apply_rope(x)), (lambda: rot.rotate_queries_or_keys(x)), x.numel()
+
+        def half(device: torch.device, shape=shape, h=h, n=n, d=d):
+            from transformers import LlamaConfig
+            from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
+
+            x = torch.randn(shape, device=device)
+            config = LlamaConfig(hidden_size=h * d, num_attention_heads=h, head_dim=d)
+            emb = LlamaRotaryEmbedding(config).to(device)
+            pos = torch.arange(n, device=device)[None]
+
+            def ref():  # what a LLaMA layer does for q and k: cos/sin for the positions, then rotate both
+                cos, sin = emb(x, pos)
+                return apply_rotary_pos_emb(x, x, cos, sin)
+
+            def ours():
+                return posviz.apply_rope(x, layout="half"), posviz.apply_rope(x, layout="half")
+
+            return ours, ref, 2 * x.numel()
+
+        label = "x".join(map(str, shape))
+        cases.append(Case("apply_rope interleaved", label, inter, "rotary-embedding-torch", elementwise=True))
+        cases.append(Case("apply_rope half (q and k)", label, half, "transformers LLaMA", elementwise=True))
+    return cases
+
+
+def _sinusoidal_cases(sizes: list[tuple[int, int]]) -> list[Case]:
+    cases = []
+    for length, dim in sizes:
+
+        def setup(device: torch.device, length=length, dim=dim):
+            from transformers.models.distilbert.modeling_distilbert import _create_sinusoidal_embeddings
+
+            def ref():
+                return _create_sinusoidal_embeddings(length, dim, torch.empty(length, dim)).to(device)
+
+            return (lambda: posviz.sinusoidal_encoding(length, dim, device=device)), ref, length * dim
+
+        cases.append(Case("sinusoidal_encoding", f"{length}x{dim}", setup, "transformers DistilBERT", elementwise=True))
+    return cases
+
+
+def _alibi_cases(sizes: list[tuple[int, int]]) -> list[Case]:
+    cases = []
+    for heads, length in sizes:
+
+        def setup(device: torch.device, heads=heads, length=length):
+            from x_transformers.x_transformers import AlibiPositionalBias
+
+            mod = AlibiPositionalBias(heads=heads, total_heads=heads).to(device)
+
+            def ref():
+                mod.bias = None  # time the computation, not its cache
+                return mod(length, length)
+
+            return (lambda: posviz.alibi_bias(heads, length, device=device)), ref, heads * length * length
+
+        cases.append(Case("alibi_bias", f"{heads}x{length}x{length}", setup, "x-transformers", elementwise=True))
+    return cases
+
+
+def _t5_cases(lengths: list[int]) -> list[Case]:
+    cases = []
+    for length in lengths:
+
+        def setup(device: torch.device, length=length):
+            from transformers.models.t5.modeling_t5 import T5Attention
+
+            rel = -posviz.relative_positions(length, device=device)  # key - query, T5's sign
+            return (
+                (lambda: posviz.t5_relative_bucket(rel)),
+                (lambda: T5Attention._relative_position_bucket(rel)),
+                length * length,
+            )
+
+        cases.append(Case("t5_relative_bucket", f"{length}x{length}", setup, "transformers T5", elementwise=True))
+    return cases
+
+
+def _relative_cases(lengths: list[int]) -> list[Case]:
+    cases = []
+    for length in lengths:
+
+        def setup(device: torch.device, length=length):
+            return (lambda: posviz.relative_positions(length, max_distance=16, device=device)), None, length * length
+
+        cases.append(Case("relative_positions", f"{length}x{length}", setup, "", elementwise=True))
+    return cases
+
+
+def _attention_cases(shapes: list[tuple[int, int, int, int]]) -> list[Case]:
+    cases = []
+    for shape in shapes:
+
+        def setup(device: torch.device, shape=shape):
+            from transformers.models.llama.modeling_llama import eager_attention_forward
+
+            q, k, v = (torch.randn(shape, device=device) for _ in range(3))
+            module = torch.nn.Module()
+            module.num_key_value_groups = 1
+            module.eval()
+            scale = 1.0 / math.sqrt(shape[-1])
+            return (
+                (lambda: posviz.attention(q, k, v)),
+                (lambda: eager_attention_forward(module, q, k, v, None, scale)),
+                shape[0] * shape[1] * shape[2] * shape[2],
+            )
+
+        cases.append(Case("attention (output + weights)", "x".join(map(str, shape)), setup, "transformers eager"))
+    return cases
+
+
+def all_cases(quick: bool) -> list[Case]:
+    if quick:
+        return (
+            _rope_cases([(1, 8, 512, 64)])
+            + _sinusoidal_cases([(512, 768)])
+            + _alibi_cases([(8, 512)])
+            + _t5_cases([512])
+            + _relative_cases([512])
+            + _attention_cases([(1, 8, 512, 64)])
+        )
+    return (
+        _rope_cases([(1, 8, 512, 64), (4, 16, 2048, 64), (8, 32, 4096, 128)])
+        + _sinusoidal_cases([(512, 768), (2048, 1024)])
+        + _alibi_cases([(8, 512), (16, 2048), (32, 2048)])
+        + _t5_cases([512, 2048, 4096])
+        + _relative_cases([512, 2048, 4096])
+        + _attention_cases([(1, 8, 512, 64), (1, 8, 2048, 64), (2, 16, 2048, 128)])
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _time(fn: Fn, device: torch.device) -> float:
+    _sync(device)
+    start = time.perf_counter()
+    out = fn()
+    _sync(device)
+    elapsed = time.perf_counter() - start
+    del out
+    return elapsed
+
+
+def _repeats_for(seconds_per_call: float, budget_s: float, lo: int = 3, hi: int = 25) -> int:
+    return max(lo, min(hi, int(budget_s / max(seconds_per_call, 1e-6))))
+
+
+def measure(case: Case, device: torch.device, budget_s: float) -> Row:
+    """Interleaved repeats of posviz, reference and copy; medians and ratios."""
+    ours, ref, numel = case.setup(device)
+    floor_src = torch.empty(numel, device=device).normal_() if case.elementwise else None
+    copy = (lambda: floor_src.clone()) if floor_src is not None else None
+    fns = {"posviz": ours, "reference": ref, "copy": copy}
+    fns = {k: f for k, f in fns.items() if f is not None}
+    first = {k: _time(f, device) for k, f in fns.items()}  # warm-up (caches, allocator)
+    repeats = _repeats_for(sum(first.values()), budget_s)
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, f in fns.items():
+            times[k].append(_time(f, device))
+    med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    return Row(
+        op=case.op,
+        size=case.size,
+        reference=case.reference,
+        posviz_ms=med["posviz"],
+        reference_ms=med.get("reference"),
+        copy_ms=med.get("copy"),
+        ratio_reference=med["posviz"] / med["reference"] if "reference" in med else None,
+        ratio_copy=med["posviz"] / med["copy"] if "copy" in med else None,
+        repeats=repeats,
+    )
+
+
+def _peak_in_child(index: int, which: str, quick: bool, device: str) -> float | None:
+    """Peak extra memory (MiB) of one call, measured in a fresh process."""
+    code = (
+        "import sys, warnings; warnings.filterwarnings('ignore'); import posviz.bench as b; "
+        f"print(b._child_peak({index}, {which!r}, {quick!r}, {device!r}))"
+    )
+    env = dict(os.environ, OMP_NUM_THREADS=str(torch.get_num_threads()), MALLOC_MMAP_THRESHOLD_="65536")
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+        return float(out.stdout.strip().splitlines()[-1])
+    except (subprocess.SubprocessError, ValueError, IndexError):
+        return None
+
+
+def _status_kib(field_name: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field_name + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"{field_name} not in /proc/self/status")
+
+
+def _child_peak(index: int, which: str, quick: bool, device: str) -> float:
+    import gc
+
+    dev = torch.device(device)
+    ours, ref, _ = all_cases(quick)[index].setup(dev)
+    fn = ours if which == "posviz" else ref
+    fn()  # warm-up: caches filled, as in the timed runs (the result is dropped at once)
+    gc.collect()
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+        torch.cuda.reset_peak_memory_stats(dev)
+        before = torch.cuda.memory_allocated(dev)
+        out = fn()
+        torch.cuda.synchronize(dev)
+        return (torch.cuda.max_memory_allocated(dev) - before) / 2**20
+    before = _status_kib("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")  # reset the peak (VmHWM) to the current size
+    out = fn()
+    peak = _status_kib("VmHWM")
+    del out
+    return max(peak - before, 0) / 1024
+
+
+# ---------------------------------------------------------------------------------------------
+# Explorers
+
+
+def explorer_builders() -> dict[str, Callable[[], Any]]:
+    """Every ``*_explorer`` function in the ``posviz.widgets`` submodules."""
+    import posviz.widgets as widgets_pkg
+
+    found: dict[str, Callable[[], Any]] = {}
+    for info in pkgutil.iter_modules(widgets_pkg.__path__):
+        module = importlib.import_module(f"posviz.widgets.{info.name}")
+        for name, fn in inspect.getmembers(module, inspect.isfunction):
+            if name.endswith("_explorer") and fn.__module__ == module.__name__:
+                found[f"{info.name}.{name}"] = fn
+    return found
+
+
+def _control_values(control: Any) -> list[Any]:
+    """A handful of values across a control's range (its own options for dropdowns)."""
+    if hasattr(control, "options") and control.options:
+        opts = list(control.options)
+        return [o[1] if isinstance(o, tuple) else o for o in opts][:6]
+    if isinstance(control.value, bool):
+        return [not control.value, control.value]
+    lo, hi = getattr(control, "min", None), getattr(control, "max", None)
+    if lo is None or hi is None:
+        return []
+    step = getattr(control, "step", None) or 1
+    values = [lo + (hi - lo) * f for f in (0.0, 0.25, 0.5, 0.75, 1.0)] + [control.value]
+    if isinstance(control.value, int):
+        values = [int(round((v - lo) / step) * step + lo) for v in values]
+    return values
+
+
+def measure_explorers() -> list[dict[str, Any]]:
+    rows = []
+    for name, build in explorer_builders().items():
+        ex = build()
+        per_control = {}
+        for key, control in ex.controls.items():
+            default = control.value
+            samples = []
+            for value in _control_values(control):
+                if value == control.value:
+                    continue
+                start = time.perf_counter()
+                control.value = value
+                samples.append((time.perf_counter() - start) * 1e3)
+            control.value = default
+            if samples:
+                per_control[key] = statistics.median(samples)
+        all_ms = list(per_control.values())
+        rows.append(
+            {
+                "explorer": name,
+                "median_ms": statistics.median(all_ms) if all_ms else None,
+                "worst_control": max(per_control, key=per_control.get) if per_control else None,
+                "worst_control_ms": max(all_ms) if all_ms else None,
+                "per_control_ms": per_control,
+            }
+        )
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Book build
+
+
+def time_book_build(root: Path) -> dict[str, float]:
+    """Clean build (every chapter executed) into a temporary folder, then a cached rebuild."""
+    exe = shutil.which("jupyter-book", path=str(Path(sys.executable).parent)) or shutil.which("jupyter-book")
+    if exe is None:
+        raise RuntimeError("jupyter-book is not installed (pip install -e '.[book]')")
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [exe, "build", str(root), "--all", "-W", "-n", "--keep-going", "--path-output", tmp]
+        out: dict[str, float] = {}
+        for label in ("clean_build_s", "cached_rebuild_s"):
+            start = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True)
+            out[label] = time.perf_counter() - start
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    info = {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+    if torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name()
+    return info
+
+
+def _fmt(x: float | None, spec: str = ".2f") -> str:
+    return "–" if x is None else format(x, spec)
+
+
+def markdown(result: dict[str, Any]) -> str:
+    m = result["machine"]
+    lines = [
+        f"Measured on {m['cpu']} ({m['cores']} cores, {m['torch_threads']} torch threads), "
+        f"torch {m['torch']}, Python {m['python']}{', ' + m['gpu'] if 'gpu' in m else ''}; "
+        f"{result['date']}. Median of interleaved repeats.",
+        "",
+    ]
+    for device, rows in result["operations"].items():
+        lines += [
+            f"**Operations on {device}**",
+            "",
+            "| operation | size | reference | posviz ms | ref ms | posviz / ref | posviz / copy "
+            "| peak MiB posviz | peak MiB ref |",
+            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for r in rows:
+            lines.append(
+                f"| {r['op']} | {r['size']} | {r['reference'] or '–'} | {_fmt(r['posviz_ms'])} | "
+                f"{_fmt(r['reference_ms'])} | {_fmt(r['ratio_reference'])} | {_fmt(r['ratio_copy'])} | "
+                f"{_fmt(r['posviz_peak_mib'], '.0f')} | {_fmt(r['reference_peak_mib'], '.0f')} |"
+            )
+        lines.append("")
+    if result.get("explorers"):
+        lines += [
+            "**Live explorers** (control change → updated figure data)",
+            "",
+            "| explorer | median ms | slowest control | its median ms |",
+            "| --- | ---: | --- | ---: |",
+        ]
+        for e in result["explorers"]:
+            lines.append(
+                f"| {e['explorer']} | {_fmt(e['median_ms'], '.1f')} | {e['worst_control'] or '–'} | "
+                f"{_fmt(e['worst_control_ms'], '.1f')} |"
+            )
+        lines.append("")
+    if result.get("book"):
+        b = result["book"]
+        lines += [
+            f"**Book build**: clean (every chapter executed) {b['clean_build_s']:.0f} s; "
+            f"cached rebuild {b['cached_rebuild_s']:.0f} s.",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def run(quick: bool = False, devices: list[str] | None = None, memory: bool = True,
+        book: bool = False, explorers: bool = True, budget_s: float = 1.5,
+        progress: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run the whole benchmark and return the result dictionary (see the module docstring)."""
+    warnings.filterwarnings("ignore")
+    torch.manual_seed(0)
+    if devices is None:
+        devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    result: dict[str, Any] = {
+        "machine": machine(),
+        "date": time.strftime("%Y-%m-%d"),
+        "quick": quick,
+        "operations": {},
+    }
+    cases = all_cases(quick)
+    for device in devices:
+        dev = torch.device(device)
+        rows = []
+        for i, case in enumerate(cases):
+            progress(f"[{device}] {case.op} {case.size}")
+            row = measure(case, dev, budget_s)
+            if memory:
+                row.posviz_peak_mib = _peak_in_child(i, "posviz", quick, device)
+                if case.reference:
+                    row.reference_peak_mib = _peak_in_child(i, "reference", quick, device)
+            rows.append(asdict(row))
+        result["operations"][device] = rows
+    if explorers:
+        progress("explorers")
+        result["explorers"] = measure_explorers()
+    if book:
+        progress("book build (clean, then cached)")
+        result["book"] = time_book_build(Path(__file__).resolve().parents[1])
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m posviz.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="one small size per operation (a smoke run)")
+    parser.add_argument("--device", action="append", choices=["cpu", "cuda"], help="default: cpu, and cuda if present")
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory child processes")
+    parser.add_argument("--no-explorers", action="store_true", help="skip the live-explorer latencies")
+    parser.add_argument("--book", action="store_true", help="also time a clean and a cached book build")
+    parser.add_argument("--out", default="benchmarks", help="folder for results.json and results.md")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    result = run(quick=args.quick, devices=args.device, memory=not args.no_memory, book=args.book,
+                 explorers=not args.no_explorers, progress=lambda s: print(s, file=sys.stderr, flush=True))
+    result["benchmark_s"] = time.perf_counter() - start
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(result, indent=2) + "\n")
+    table = markdown(result)
+    (out / "results.md").write_text(table + "\n")
+    print(table)
+    print(f"benchmark took {result['benchmark_s']:.0f} s; wrote {out / 'results.json'} and {out / 'results.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
