@@ -96,7 +96,7 @@ def test_chapters_run_in_a_fresh_environment(tmp_path):
     ]
     _run([py, "-m", "pip", "install", "-q", torch_pin])
     _run([py, "-m", "pip", "install", "-q", *reader, "ipykernel", "nbclient", "nbformat"])
-    probe = subprocess.run([py, "-c", "import posviz"], capture_output=True)
+    probe = subprocess.run([py, "-c", "import posviz"], capture_output=True, cwd=tmp_path)  # not the checkout
     assert probe.returncode != 0, "the fresh environment must not have posviz before the setup cell runs"
 
     # a kernel spec inside the venv, under a name nothing else uses, so the venv's python runs the cells

@@ -1,0 +1,101 @@
+r"""The "train short, test long" experiment in miniature (Press, Smith and Lewis, ICLR 2022, Figs. 1-2).
+
+Small causal byte-level Transformer language models, identical except for the position method
+(:data:`posviz.lab.model.METHODS`: ``none``, ``sinusoidal``, ``learned``, ``shaw``, ``t5``,
+``rope``, ``alibi``; plus ``rope-pi`` and ``rope-ntk``, two evaluation-time rescalings of the
+trained ``rope`` model), are trained on the Python documentation shipped with CPython
+(``pydoc_data.topics``) at one length :math:`L_{\text{train}}` and evaluated on held-out text at
+:math:`L \in \{1, 2, 4, 8, 16\} \times L_{\text{train}}`, with training throughput, peak memory
+and inference throughput measured in the same run. Every position method calls the posviz
+function its chapter teaches, and attention is :func:`posviz.attention` with ``causal=True``.
+
+Run it::
+
+    python -m posviz.lab --quick                      # about 2 minutes on 2 CPU cores
+    python -m posviz.lab --out results/extrapolation  # full: 3 seeds, d=128, 3 layers, 400 steps
+
+Modules: :mod:`~posviz.lab.data` (corpus, splits, windows), :mod:`~posviz.lab.model` (the
+model and the position plug-ins), :mod:`~posviz.lab.train`, :mod:`~posviz.lab.evaluate`,
+:mod:`~posviz.lab.memory`, :mod:`~posviz.lab.experiment` (presets and the loop),
+:mod:`~posviz.lab.results` (aggregation, schema, I/O), :mod:`~posviz.lab.figures` (Plotly),
+:mod:`~posviz.lab.cli`.
+
+Results JSON (``OUT/results.json``), schema ``"posviz.lab/extrapolation"`` version 1. Lists
+indexed "per length" are aligned with ``eval_lengths``. Perplexity is :math:`\exp` of the mean
+cross-entropy (nats) over all scored tokens; a length a method cannot run is ``null`` with the
+reason in ``cannot_run`` (never a number)::
+
+    {
+      "schema": "posviz.lab/extrapolation", "schema_version": 1,
+      "created_utc": str, "command": [str], "wall_seconds": float, "load_average_at_end": [float] | null,
+      "config": {                      # LabConfig.to_dict()
+        "methods": [str], "seeds": [int], "train_len": int, "eval_multipliers": [int],
+        "eval_lengths": [int], "model": {GPTConfig fields but method}, "train": {TrainConfig fields},
+        "eval_tokens_per_batch": int, "eval_max_tokens": int | null, "device": str,
+        "mode": "full" | "quick", "checkpoint_dir": str | null},
+      "data": {"source", "python" (sys.version), "tokenization", "n_chars", "n_tokens", "train_fraction",
+               "n_train_tokens", "n_heldout_tokens", "eval_scored_tokens",
+               "sha256": {"text", "train", "heldout"}},        # hex SHA-256 of the UTF-8 bytes
+      "machine": {"platform", "python", "cpu", "cpu_count", "cpus_usable", "torch", "torch_threads",
+                  "device", "gpu", "load_average_at_start"},
+      "train_len": int, "eval_lengths": [int],
+      "method_order": [str],           # display order
+      "methods": {
+        NAME: {
+          "kind": str,                 # "adds to the input" | "rotates q and k" | "biases the scores" | ...
+          "trained_as": str,           # NAME, or "rope" for rope-pi / rope-ntk (same weights, no retraining)
+          "rope_scaling": "pi" | "ntk" | null,
+          "params": int,
+          "max_length": int | null,    # learned: rows in the table
+          "memory": {"what": str,      # what is measured (tensor bytes, not RSS)
+                     "train": {"param_bytes", "optimizer_state_bytes", "step_peak_bytes", "total_bytes"} | null,
+                     "inference_peak_bytes": [int | null per length]},
+          "seeds": [{
+            "seed": int,
+            "perplexity": [float | null per length], "loss": [float | null per length],
+            "inference_tokens_per_s": [float | null per length],      # wall clock, median over batches
+            "inference_tokens_per_cpu_s": [float | null per length],  # per CPU second (process_time)
+            "cannot_run": [str | null per length],
+            # trained methods only:
+            "final_train_loss": float, "train_seconds": float,
+            "train_tokens_per_s": float,        # B*T / median step time
+            "train_tokens_per_s_mean": float,   # B*T*steps / total step time
+            "train_tokens_per_cpu_s": float,    # B*T / median CPU time per step (all threads)
+            "loss_curve": {"step": [int], "loss": [float]}}],
+          "aggregate": {               # over seeds
+            "perplexity" | "loss" | "inference_tokens_per_s" | "inference_tokens_per_cpu_s":
+                {"mean", "std", "min", "max": [float | null per length], "n": [int per length]},
+            # trained methods only, each {"mean", "std", "min", "max", "n"}:
+            "final_train_loss", "train_tokens_per_s", "train_tokens_per_s_mean", "train_tokens_per_cpu_s",
+            "train_seconds"}}}
+    }
+
+``std`` is the sample standard deviation (n - 1), ``null`` with one seed. Read a file with
+:func:`load_results` (it validates); draw it with :func:`perplexity_figure` and
+:func:`cost_figure`.
+"""
+
+from .experiment import LabConfig, full_config, quick_config, run_experiment
+from .figures import cost_figure, perplexity_figure, training_curve_figure, write_figures
+from .model import ALL_METHODS, GPT, METHODS, ROPE_VARIANTS, GPTConfig
+from .results import format_tables, load_results, save_results, validate_results
+
+__all__ = [
+    "ALL_METHODS",
+    "GPT",
+    "METHODS",
+    "ROPE_VARIANTS",
+    "GPTConfig",
+    "LabConfig",
+    "cost_figure",
+    "format_tables",
+    "full_config",
+    "load_results",
+    "perplexity_figure",
+    "quick_config",
+    "run_experiment",
+    "save_results",
+    "training_curve_figure",
+    "validate_results",
+    "write_figures",
+]

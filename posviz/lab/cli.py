@@ -1,0 +1,116 @@
+"""``python -m posviz.lab``: run the train-short/test-long comparison and write JSON + HTML figures.
+
+Examples::
+
+    python -m posviz.lab --quick                      # ~2 minutes on 2 CPU cores
+    python -m posviz.lab --out results/extrapolation  # the full run (~15-20 minutes on 2 idle CPU cores)
+    python -m posviz.lab --methods rope alibi --seeds 0 1 --train-len 32
+    python -m posviz.lab --replot --out results/extrapolation  # redraw the HTML from results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["build_parser", "main"]
+
+
+def _methods(text: str) -> list[str]:
+    return [m for m in text.replace(",", " ").split() if m]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .model import ALL_METHODS
+
+    p = argparse.ArgumentParser(
+        prog="python -m posviz.lab",
+        description="Train small byte-level language models at one length with each position method, "
+        "evaluate held-out perplexity at 1x-16x that length, and measure cost.",
+    )
+    p.add_argument("--quick", action="store_true", help="small model, 250 steps, 2 seeds (~2 min on 2 CPU cores)")
+    p.add_argument("--methods", nargs="+", type=_methods, default=None, metavar="METHOD",
+                   help=f"methods to run (default: all): {' '.join(ALL_METHODS)}")
+    p.add_argument("--seeds", nargs="+", type=int, default=None, help="seeds (default: 0 1 2; quick: 0 1)")
+    p.add_argument("--train-len", type=int, default=64, help="training length in tokens (default 64)")
+    p.add_argument("--eval-multipliers", nargs="+", type=int, default=None,
+                   help="evaluation lengths as multiples of --train-len (default 1 2 4 8 16)")
+    p.add_argument("--steps", type=int, default=None, help="override the number of training steps")
+    p.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch.set_num_threads (default: torch's choice). Use 1 on a shared machine: with 2 threads "
+                   "on 2 busy cores training slowed down ~10x; results are identical for the same thread count")
+    p.add_argument("--out", type=Path, default=None,
+                   help="output folder (default results/extrapolation, or results/extrapolation-quick with --quick)")
+    p.add_argument("--plotlyjs", choices=("cdn", "inline"), default="cdn",
+                   help="HTML figures load plotly.js from the CDN (small files, default) or embed it (offline)")
+    p.add_argument("--checkpoints", action="store_true", help="also save every trained model under OUT/checkpoints")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--replot", action="store_true",
+                   help="run nothing: redraw the HTML figures (and print the tables) from OUT/results.json")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    # before CUDA initialises: deterministic cuBLAS (harmless on the CPU)
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+    import torch
+
+    from posviz import default_device
+
+    from .experiment import full_config, quick_config
+    from .figures import write_figures
+    from .results import format_tables, save_results
+    from .train import TrainConfig
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    overrides: dict = {"train_len": args.train_len, "device": str(args.device or default_device())}
+    if args.methods is not None:
+        overrides["methods"] = [m for group in args.methods for m in group]
+    if args.seeds is not None:
+        overrides["seeds"] = args.seeds
+    if args.eval_multipliers is not None:
+        overrides["eval_multipliers"] = args.eval_multipliers
+    make = quick_config if args.quick else full_config
+    try:
+        cfg = make(**overrides)
+        if args.steps is not None:
+            t = cfg.train.to_dict()
+            t["steps"] = args.steps
+            t["warmup_steps"] = min(t["warmup_steps"], max(1, args.steps // 10))
+            cfg.train = TrainConfig(**t)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    out = args.out or Path("results/extrapolation-quick" if args.quick else "results/extrapolation")
+    if args.replot:
+        from .results import load_results
+
+        results = load_results(out / "results.json")
+        html = write_figures(results, out, include_plotlyjs=True if args.plotlyjs == "inline" else "cdn")
+        print(format_tables(results))
+        print(f"\nwrote {', '.join(str(p) for p in html)}", file=sys.stderr)
+        return 0
+    if args.checkpoints:
+        cfg.checkpoint_dir = str(out / "checkpoints")
+
+    print(f"posviz.lab ({cfg.mode}): methods {cfg.reported_methods()}, seeds {cfg.seeds}, train length "
+          f"{cfg.train_len}, eval lengths {cfg.eval_lengths}, device {cfg.device}, "
+          f"{torch.get_num_threads()} threads", file=sys.stderr)
+    t0 = time.perf_counter()
+    from .experiment import run_experiment
+
+    results = run_experiment(cfg, progress=not args.no_progress)
+    json_path = save_results(results, out / "results.json")
+    html = write_figures(results, out, include_plotlyjs=True if args.plotlyjs == "inline" else "cdn")
+    print(format_tables(results))
+    print(f"\nwrote {json_path} and {', '.join(str(p) for p in html)} in {time.perf_counter() - t0:.0f} s",
+          file=sys.stderr)
+    return 0

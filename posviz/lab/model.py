@@ -1,0 +1,361 @@
+r"""A small causal Transformer language model whose position method is one argument.
+
+nanoGPT-shaped (pre-LN blocks, GELU MLP, tied input/output embedding), with one plug-in surface
+for position. A method does one of three things (see :mod:`posviz.attention`):
+
+* **adds to the input** :math:`x_m \mapsto x_m + p_m`: ``sinusoidal``
+  (:func:`posviz.sinusoidal_encoding`), ``learned`` (:class:`posviz.LearnedPositionalEmbedding`);
+* **rotates q and k** :math:`q_m \mapsto R_{\Theta,m} q_m`: ``rope`` (:func:`posviz.apply_rope`);
+* **biases the scores** :math:`s_{mn} \mapsto s_{mn} + B_{mn}`: ``alibi``
+  (:func:`posviz.alibi_bias`), ``t5`` (:class:`posviz.T5RelativeBias`, causal buckets) and ``shaw``
+  (:class:`posviz.ShawRelativePosition`, whose bias :math:`q_m^\top a^K_{m-n}/\sqrt{d}` depends on
+  the query and which also adds :math:`a^V_{m-n}` to the values);
+* ``none`` (NoPE) does nothing: the causal mask alone lets the model infer position.
+
+Attention itself is always :func:`posviz.attention` with ``causal=True`` (Shaw's module calls
+it too). Two extra evaluation-time variants reuse a trained ``rope`` model unchanged
+(:data:`ROPE_VARIANTS`): ``rope-pi`` (position interpolation, Chen et al. 2023: positions
+:math:`m \cdot L_{\text{train}}/L` when :math:`L > L_{\text{train}}`) and ``rope-ntk``
+("NTK-aware" base scaling, bloc97 2023: :math:`b' = b\, s^{d/(d-2)}`, :math:`s = L/L_{\text{train}}`,
+:math:`d` the head size).
+
+Token embeddings are scaled by :math:`\sqrt{d_{\text{model}}}` (Vaswani et al. §3.4, and fairseq,
+which the ALiBi paper used) and initialised :math:`\mathcal{N}(0, 1/d_{\text{model}})`, so a token
+vector and a sinusoid have comparable size at the input; the output layer reuses the embedding.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from posviz import (
+    LearnedPositionalEmbedding,
+    ShawRelativePosition,
+    T5RelativeBias,
+    alibi_bias,
+    alibi_slopes,
+    apply_rope,
+    attention,
+    sinusoidal_encoding,
+)
+
+__all__ = [
+    "ALL_METHODS",
+    "GPT",
+    "METHODS",
+    "METHOD_KIND",
+    "ROPE_VARIANTS",
+    "GPTConfig",
+    "PositionMethod",
+    "make_position",
+]
+
+METHODS: tuple[str, ...] = ("none", "sinusoidal", "learned", "shaw", "t5", "rope", "alibi")
+"""Trained methods, in the order figures and tables list them."""
+ROPE_VARIANTS: dict[str, str] = {"rope-pi": "pi", "rope-ntk": "ntk"}
+"""Evaluation-only variants of a trained ``rope`` model: name -> RoPE scaling."""
+ALL_METHODS: tuple[str, ...] = METHODS + tuple(ROPE_VARIANTS)
+METHOD_KIND: dict[str, str] = {
+    "none": "none",
+    "sinusoidal": "adds to the input",
+    "learned": "adds to the input",
+    "shaw": "biases the scores (and values)",
+    "t5": "biases the scores",
+    "rope": "rotates q and k",
+    "rope-pi": "rotates q and k",
+    "rope-ntk": "rotates q and k",
+    "alibi": "biases the scores",
+}
+
+
+@dataclass
+class GPTConfig:
+    """Model hyperparameters (nanoGPT style). ``block_size`` is the training length."""
+
+    method: str = "alibi"
+    vocab_size: int = 256
+    block_size: int = 64  # training length; rows of the learned table
+    n_layer: int = 3
+    n_head: int = 4
+    n_embd: int = 128
+    mlp_ratio: int = 4
+    shaw_max_distance: int = 16  # Shaw et al.'s clip k
+    t5_num_buckets: int = 32  # T5 defaults
+    t5_max_distance: int = 128
+    rope_base: float = 10000.0
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.n_embd % self.n_head:
+            raise ValueError(f"n_embd={self.n_embd} must be a multiple of n_head={self.n_head}")
+        if (self.n_embd // self.n_head) % 2:
+            raise ValueError(f"the head size n_embd/n_head={self.n_embd // self.n_head} must be even (RoPE pairs)")
+
+    @property
+    def head_dim(self) -> int:
+        return self.n_embd // self.n_head
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class PositionMethod(nn.Module):
+    """The plug-in surface. The defaults do nothing (NoPE); each method overrides one hook."""
+
+    def add_to_input(self, length: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor | None:
+        """``p_m`` for ``m = 0..length-1``, ``(T, C)``, added to the token embeddings; or None."""
+        return None
+
+    def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``q, k``: ``(B, nh, T, hs)`` -> rotated ``(B, nh, T, hs)``."""
+        return q, k
+
+    def bias(self, length: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor | None:
+        """Score bias ``(nh, T, T)`` shared by all layers; or None."""
+        return None
+
+    def attend(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None, layer: int
+    ) -> torch.Tensor:
+        r""":math:`\operatorname{softmax}(q k^\top/\sqrt{d} + B)\,v` with the causal mask, ``(B, nh, T, hs)``."""
+        out, _ = attention(q, k, v, bias=bias, causal=True)
+        return out
+
+
+class NoPosition(PositionMethod):
+    """NoPE: no position signal beyond the causal mask."""
+
+
+class SinusoidalPosition(PositionMethod):
+    """Vaswani et al.'s fixed table, :func:`posviz.sinusoidal_encoding`, added to the input."""
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.dim = cfg.n_embd
+
+    def add_to_input(self, length: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+        return sinusoidal_encoding(length, self.dim, device=device, dtype=dtype)  # (T, C)
+
+
+class LearnedPosition(PositionMethod):
+    """A learned table, :class:`posviz.LearnedPositionalEmbedding`, with ``block_size`` rows.
+
+    Lengths past the table raise ``IndexError`` (from posviz): such an evaluation "cannot run".
+    """
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.table = LearnedPositionalEmbedding(cfg.block_size, cfg.n_embd)
+
+    def add_to_input(self, length: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+        return self.table(length).to(dtype)  # (T, C); IndexError past max_len
+
+
+class RotaryPosition(PositionMethod):
+    r"""RoPE on q and k (:func:`posviz.apply_rope`, interleaved pairs), with optional scaling.
+
+    ``scaling`` (set at evaluation time, default ``"none"``), for :math:`s = T / L_{\text{train}} > 1`:
+
+    * ``"pi"``: positions :math:`m / s` (position interpolation);
+    * ``"ntk"``: base :math:`b\,s^{d/(d-2)}` (NTK-aware scaling), :math:`d` the head size.
+    """
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.base = cfg.rope_base
+        self.train_len = cfg.block_size
+        self.head_dim = cfg.head_dim
+        self.scaling = "none"
+
+    def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        length = q.shape[-2]
+        s = length / self.train_len
+        if self.scaling == "none" or s <= 1:
+            return apply_rope(q, base=self.base), apply_rope(k, base=self.base)  # (B, nh, T, hs)
+        if self.scaling == "pi":
+            positions = torch.arange(length, device=q.device, dtype=torch.float64) / s  # m / s
+            return apply_rope(q, positions, base=self.base), apply_rope(k, positions, base=self.base)
+        if self.scaling == "ntk":
+            base = self.base * s ** (self.head_dim / (self.head_dim - 2))  # b s^(d/(d-2))
+            return apply_rope(q, base=base), apply_rope(k, base=base)
+        raise ValueError(f"RoPE scaling must be 'none', 'pi' or 'ntk', got {self.scaling!r}")
+
+    def extra_repr(self) -> str:
+        return f"base={self.base}, scaling={self.scaling!r}"
+
+
+class ALiBiPosition(PositionMethod):
+    r"""ALiBi: :math:`B_{h,mn} = -m_h (m - n)` (:func:`posviz.alibi_bias`), the paper's slopes."""
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.n_head = cfg.n_head
+        self.register_buffer("slopes", alibi_slopes(cfg.n_head, device="cpu"), persistent=False)  # (nh,)
+
+    def bias(self, length: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+        return alibi_bias(self.n_head, length, slopes=self.slopes, device=device, dtype=dtype)  # (nh, T, T)
+
+
+class T5Position(PositionMethod):
+    r"""T5's learned bucket bias :math:`b_{h,\text{bucket}(n-m)}` (:class:`posviz.T5RelativeBias`).
+
+    Causal buckets (``bidirectional=False``), one table shared by all layers as in T5.
+    """
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.rel = T5RelativeBias(
+            cfg.n_head, num_buckets=cfg.t5_num_buckets, max_distance=cfg.t5_max_distance, bidirectional=False
+        )
+
+    def bias(self, length: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+        return self.rel(length).to(dtype)  # (nh, T, T)
+
+
+class ShawPosition(PositionMethod):
+    r"""Shaw et al.'s clipped relative keys and values (:class:`posviz.ShawRelativePosition`).
+
+    One module per layer (its tables are shared by that layer's heads), clip :math:`k` =
+    ``shaw_max_distance``.
+    """
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(
+            ShawRelativePosition(cfg.head_dim, cfg.shaw_max_distance) for _ in range(cfg.n_layer)
+        )
+
+    def attend(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None, layer: int
+    ) -> torch.Tensor:
+        out, _ = self.layers[layer](q, k, v, causal=True, bias=bias)  # (B, nh, T, hs)
+        return out
+
+
+_POSITION_CLASSES: dict[str, type[PositionMethod]] = {
+    "none": NoPosition,
+    "sinusoidal": SinusoidalPosition,
+    "learned": LearnedPosition,
+    "shaw": ShawPosition,
+    "t5": T5Position,
+    "rope": RotaryPosition,
+    "alibi": ALiBiPosition,
+}
+
+
+def make_position(cfg: GPTConfig) -> PositionMethod:
+    """The :class:`PositionMethod` for ``cfg.method``."""
+    cls = _POSITION_CLASSES[cfg.method]
+    return cls() if cls is NoPosition else cls(cfg)  # type: ignore[call-arg]
+
+
+class CausalSelfAttention(nn.Module):
+    r"""Multi-head causal self-attention through the position plug-in.
+
+    .. math:: o = \operatorname{softmax}\!\big(f_q(q) f_k(k)^\top/\sqrt{d_h} + B + M\big)\, v, \qquad
+              M_{mn} = -\infty \text{ for } n > m
+
+    per head, with :math:`f_q, f_k` the method's rotation (identity unless RoPE) and :math:`B`
+    its score bias (zero unless ALiBi, T5 or Shaw).
+    """
+
+    def __init__(self, cfg: GPTConfig, layer: int, position: PositionMethod) -> None:
+        super().__init__()
+        self.n_head = cfg.n_head
+        self.layer = layer
+        self.c_attn = nn.Linear(cfg.n_embd, 3 * cfg.n_embd)
+        self.c_proj = nn.Linear(cfg.n_embd, cfg.n_embd)
+        self._position = [position]  # shared module, owned by GPT (a list keeps it out of this module's children)
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        B, T, C = x.shape  # (B, T, C)
+        q, k, v = self.c_attn(x).split(C, dim=2)  # 3 x (B, T, C)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
+        position = self._position[0]
+        q, k = position.rotate(q, k)  # (B, nh, T, hs)
+        y = position.attend(q, k, v, bias, self.layer)  # (B, nh, T, hs)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C)
+        return self.c_proj(y)
+
+
+class MLP(nn.Module):
+    r""":math:`W_2\,\operatorname{GELU}(W_1 x + b_1) + b_2`, hidden size ``mlp_ratio * n_embd``."""
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.c_fc = nn.Linear(cfg.n_embd, cfg.mlp_ratio * cfg.n_embd)
+        self.c_proj = nn.Linear(cfg.mlp_ratio * cfg.n_embd, cfg.n_embd)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c_proj(F.gelu(self.c_fc(x)))  # (B, T, C)
+
+
+class Block(nn.Module):
+    r"""Pre-LN block: :math:`x \leftarrow x + \text{attn}(\text{LN}(x))`, then
+    :math:`x \leftarrow x + \text{MLP}(\text{LN}(x))`."""
+
+    def __init__(self, cfg: GPTConfig, layer: int, position: PositionMethod) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(cfg.n_embd)
+        self.attn = CausalSelfAttention(cfg, layer, position)
+        self.ln_2 = nn.LayerNorm(cfg.n_embd)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        x = x + self.attn(self.ln_1(x), bias)  # (B, T, C)
+        return x + self.mlp(self.ln_2(x))  # (B, T, C)
+
+
+class GPT(nn.Module):
+    """Causal byte-level language model; ``forward(idx)`` returns logits ``(B, T, vocab)``."""
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.config = cfg
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)
+        self.position = make_position(cfg)
+        self.blocks = nn.ModuleList(Block(cfg, i, self.position) for i in range(cfg.n_layer))
+        self.ln_f = nn.LayerNorm(cfg.n_embd)
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        cfg = self.config
+        nn.init.normal_(self.wte.weight, std=cfg.n_embd**-0.5)
+        for name, p in self.named_parameters():
+            if name.startswith("blocks.") and name.endswith(".weight") and p.dim() == 2:
+                # GPT-2: N(0, 0.02^2), residual projections scaled by 1/sqrt(2 n_layer)
+                std = 0.02 / math.sqrt(2 * cfg.n_layer) if name.endswith("c_proj.weight") else 0.02
+                nn.init.normal_(p, std=std)
+            elif name.startswith("blocks.") and name.endswith(".bias") and p.dim() == 1 and "ln_" not in name:
+                nn.init.zeros_(p)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def set_rope_scaling(self, scaling: str) -> None:
+        """Switch a ``rope`` model to ``"none"``, ``"pi"`` or ``"ntk"`` scaling (evaluation only)."""
+        if not isinstance(self.position, RotaryPosition):
+            raise ValueError(f"RoPE scaling needs a rope model, this one is {self.config.method!r}")
+        if scaling not in ("none", "pi", "ntk"):
+            raise ValueError(f"scaling must be 'none', 'pi' or 'ntk', got {scaling!r}")
+        self.position.scaling = scaling
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        T = idx.shape[1]  # idx: (B, T)
+        x = self.wte(idx) * math.sqrt(self.config.n_embd)  # sqrt(d) E[x_m], (B, T, C)
+        p = self.position.add_to_input(T, x.device, x.dtype)  # (T, C) or None
+        if p is not None:
+            x = x + p  # x_m + p_m
+        bias = self.position.bias(T, x.device, x.dtype)  # (nh, T, T) or None
+        for block in self.blocks:
+            x = block(x, bias)  # (B, T, C)
+        x = self.ln_f(x)
+        return x @ self.wte.weight.T  # (B, T, vocab), tied output embedding

@@ -1,0 +1,220 @@
+"""The results file: aggregation across seeds, machine description, schema check, I/O, text tables.
+
+The schema is documented in :mod:`posviz.lab` (the package docstring); :func:`validate_results`
+checks it and is what the tests and :mod:`posviz.lab.figures` rely on.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+__all__ = [
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "format_tables",
+    "load_results",
+    "machine_info",
+    "save_results",
+    "summarize",
+    "summarize_lists",
+    "validate_results",
+]
+
+SCHEMA = "posviz.lab/extrapolation"
+SCHEMA_VERSION = 1
+
+
+def summarize(values: Sequence[float]) -> dict[str, float | int | None]:
+    """``{"mean", "std", "min", "max", "n"}`` of ``values``; ``std`` is the sample std (n-1), None for n < 2."""
+    vals = [float(v) for v in values]
+    if not vals:
+        return {"mean": None, "std": None, "min": None, "max": None, "n": 0}
+    return {
+        "mean": statistics.fmean(vals),
+        "std": statistics.stdev(vals) if len(vals) > 1 else None,
+        "min": min(vals),
+        "max": max(vals),
+        "n": len(vals),
+    }
+
+
+def summarize_lists(rows: Sequence[Sequence[float | None]]) -> dict[str, list]:
+    """Per-position :func:`summarize` of equally long lists (one per seed); a None anywhere gives None."""
+    out: dict[str, list] = {"mean": [], "std": [], "min": [], "max": [], "n": []}
+    for column in zip(*rows):
+        if any(v is None for v in column):
+            for key in out:
+                out[key].append(None if key != "n" else 0)
+            continue
+        s = summarize(column)  # type: ignore[arg-type]
+        for key in out:
+            out[key].append(s[key])
+    return out
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info(device: torch.device) -> dict:
+    """Platform, CPU, core counts, torch version and threads, and the GPU name on CUDA."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        usable = os.cpu_count()
+    info = {
+        "platform": platform.platform(),
+        "python": sys.version,
+        "cpu": _cpu_name(),
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": usable,
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "device": str(device),
+        "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+    }
+    try:
+        info["load_average_at_start"] = list(os.getloadavg())
+    except OSError:  # pragma: no cover
+        pass
+    return info
+
+
+def _check(cond: bool, msg: str) -> None:
+    if not cond:
+        raise ValueError(f"results do not match the posviz.lab schema: {msg}")
+
+
+def _finite_or_none(values: list, where: str) -> None:
+    for v in values:
+        _check(v is None or (isinstance(v, (int, float)) and math.isfinite(v)), f"{where} holds {v!r}")
+
+
+def validate_results(results: dict) -> None:
+    """Raise ``ValueError`` naming the first thing that does not match the schema (v1).
+
+    Also checks the "cannot run" rule: a length has a perplexity or a reason string, never both.
+    """
+    _check(isinstance(results, dict), "not a JSON object")
+    _check(results.get("schema") == SCHEMA, f"schema must be {SCHEMA!r}, got {results.get('schema')!r}")
+    _check(results.get("schema_version") == SCHEMA_VERSION, f"schema_version must be {SCHEMA_VERSION}")
+    for key in ("config", "data", "machine", "train_len", "eval_lengths", "method_order", "methods"):
+        _check(key in results, f"missing top-level key {key!r}")
+    for key in ("text", "train", "heldout"):
+        sha = results["data"].get("sha256", {}).get(key)
+        _check(isinstance(sha, str) and len(sha) == 64, f"data.sha256.{key} must be a hex SHA-256")
+    lengths = results["eval_lengths"]
+    n = len(lengths)
+    _check(n > 0 and all(isinstance(x, int) for x in lengths), "eval_lengths must be a non-empty list of ints")
+    _check(set(results["method_order"]) == set(results["methods"]), "method_order and methods disagree")
+    for name, m in results["methods"].items():
+        where = f"methods.{name}"
+        for key in ("kind", "trained_as", "params", "memory", "seeds", "aggregate"):
+            _check(key in m, f"{where} lacks {key!r}")
+        _check(len(m["seeds"]) > 0, f"{where}.seeds is empty")
+        for s in m["seeds"]:
+            for key in ("perplexity", "loss", "inference_tokens_per_s", "inference_tokens_per_cpu_s", "cannot_run"):
+                ok = isinstance(s.get(key), list) and len(s[key]) == n
+                _check(ok, f"{where}.seeds[].{key} must have {n} entries")
+                if key != "cannot_run":
+                    _finite_or_none(s[key], f"{where}.seeds[{s.get('seed')}].{key}")
+            for ppl, reason in zip(s["perplexity"], s["cannot_run"]):
+                _check((ppl is None) == isinstance(reason, str), f"{where}: each length needs a number xor a reason")
+            if m["trained_as"] == name:
+                for key in ("final_train_loss", "train_tokens_per_s", "train_tokens_per_cpu_s", "train_seconds"):
+                    v = s.get(key)
+                    _check(isinstance(v, (int, float)) and math.isfinite(v), f"{where}.seeds[].{key} = {v!r}")
+        agg = m["aggregate"]
+        for key in ("perplexity", "loss", "inference_tokens_per_s", "inference_tokens_per_cpu_s"):
+            for stat in ("mean", "std", "min", "max", "n"):
+                _check(len(agg[key][stat]) == n, f"{where}.aggregate.{key}.{stat} must have {n} entries")
+                _finite_or_none(agg[key][stat], f"{where}.aggregate.{key}.{stat}")
+        _check(len(m["memory"]["inference_peak_bytes"]) == n, f"{where}.memory.inference_peak_bytes needs {n}")
+
+
+def save_results(results: dict, path: str | os.PathLike) -> Path:
+    """Validate, then write ``results`` as indented JSON (``allow_nan=False``: no NaN sneaks in)."""
+    validate_results(results)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1, allow_nan=False) + "\n")
+    return path
+
+
+def load_results(path: str | os.PathLike) -> dict:
+    """Read and validate a results JSON file."""
+    results = json.loads(Path(path).read_text())
+    validate_results(results)
+    return results
+
+
+def _fmt(v: float | None, digits: int = 2) -> str:
+    if v is None:
+        return "-"
+    if abs(v) >= 1000:
+        return f"{v:.3g}" if abs(v) >= 1e5 else f"{v:.0f}"
+    return f"{v:.{digits}f}"
+
+
+def format_tables(results: dict) -> str:
+    """Markdown tables: perplexity (mean ± std [min-max]) per method x length, and costs."""
+    lengths = results["eval_lengths"]
+    lines = ["Held-out perplexity (mean ± std over seeds [min–max]); 'cannot run' = no position past the table", ""]
+    lines.append("| method | " + " | ".join(f"L={x}" for x in lengths) + " |")
+    lines.append("|---" * (len(lengths) + 1) + "|")
+    for name in results["method_order"]:
+        agg = results["methods"][name]["aggregate"]["perplexity"]
+        cells = []
+        for i in range(len(lengths)):
+            mean = agg["mean"][i]
+            if mean is None:
+                cells.append("cannot run")
+                continue
+            std = agg["std"][i]
+            cells.append(f"{_fmt(mean)}" + (f" ± {_fmt(std)}" if std is not None else "")
+                         + f" [{_fmt(agg['min'][i])}–{_fmt(agg['max'][i])}]")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += ["", "Training cost: throughput from the median step (mean ± std over seeds), per wall-clock second and "
+              "per CPU second (all threads); peak memory = params + AdamW state + one step's peak (tensor bytes)", ""]
+    lines.append("| method | params | train tokens/s (wall) | train tokens/CPU-s | train memory MiB |")
+    lines.append("|---" * 5 + "|")
+
+    def pm(s: dict) -> str:
+        return f"{s['mean']:.0f}" + (f" ± {s['std']:.0f}" if s.get("std") is not None else "")
+
+    for name in results["method_order"]:
+        m = results["methods"][name]
+        if m["trained_as"] != name:
+            continue
+        mem = m["memory"]["train"]
+        lines.append(f"| {name} | {m['params']} | {pm(m['aggregate']['train_tokens_per_s'])} | "
+                     f"{pm(m['aggregate']['train_tokens_per_cpu_s'])} | {mem['total_bytes'] / 2**20:.1f} |")
+    for key, what in (("inference_tokens_per_cpu_s", "tokens per CPU second"),
+                      ("inference_tokens_per_s", "tokens per wall-clock second")):
+        lines += ["", f"Inference throughput ({what}, median batch, mean over seeds) and peak inference memory "
+                  "(MiB, one batch) at each length", ""]
+        lines.append("| method | " + " | ".join(f"L={x}" for x in lengths) + " | " +
+                     " | ".join(f"MiB L={x}" for x in lengths) + " |")
+        lines.append("|---" * (1 + 2 * len(lengths)) + "|")
+        for name in results["method_order"]:
+            m = results["methods"][name]
+            infer = [_fmt(v, 0) if v is not None else "cannot run" for v in m["aggregate"][key]["mean"]]
+            mem = [f"{b / 2**20:.1f}" if b is not None else "-" for b in m["memory"]["inference_peak_bytes"]]
+            lines.append(f"| {name} | " + " | ".join(infer) + " | " + " | ".join(mem) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,163 @@
+r"""Training: AdamW on random windows of the training split, at one length.
+
+Loss: mean next-token cross-entropy :math:`\mathcal{L} = -\frac{1}{BT}\sum_{b,t}\log p(x_{b,t+1}\mid x_{b,\le t})`.
+Learning rate: linear warm-up, then cosine decay to ``min_lr_ratio`` of the peak,
+
+.. math::
+
+    \eta_s = \eta\,\frac{s+1}{W} \;(s < W), \qquad
+    \eta_s = \eta\Big(r + (1-r)\,\tfrac12\big(1 + \cos\tfrac{\pi (s-W)}{S-W}\big)\Big) \;(s \ge W).
+
+Determinism: :func:`seed_everything` seeds torch's global generator (model initialisation) and
+the batch sampler uses its own ``torch.Generator`` seeded with the same seed, so on the CPU two
+runs with the same seed, the same torch build and the same number of threads give identical
+numbers. ``torch.use_deterministic_algorithms(True, warn_only=True)`` is switched on (it warns,
+rather than fails, where an op has no deterministic version; on CUDA set
+``CUBLAS_WORKSPACE_CONFIG=:4096:8`` before starting, as the CLI does). A different thread
+count may change float summation order and hence the last digits.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import torch
+from torch.nn import functional as F
+
+from .data import sample_batch
+from .model import GPT
+
+__all__ = ["TrainConfig", "TrainResult", "lr_at", "make_optimizer", "seed_everything", "train", "train_step"]
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation hyperparameters. ``batch_size`` windows of the model's ``block_size`` per step."""
+
+    steps: int = 400
+    batch_size: int = 32
+    lr: float = 2e-3
+    min_lr_ratio: float = 0.1
+    warmup_steps: int = 40
+    weight_decay: float = 0.1  # on matrices only (nanoGPT)
+    beta1: float = 0.9
+    beta2: float = 0.95
+    grad_clip: float = 1.0
+    log_every: int = 10  # training-loss curve resolution
+    timing_skip: int = 5  # first steps left out of the throughput (allocator and cache warm-up)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class TrainResult:
+    final_loss: float  # mean training loss over the last 10% of steps (nats/token)
+    seconds: float  # wall time of the whole loop
+    tokens_per_s: float  # B*T / median step time, steps after `timing_skip`
+    tokens_per_s_mean: float  # B*T*steps / total time of those steps
+    tokens_per_cpu_s: float  # B*T / median CPU time (time.process_time, all threads) per step
+    curve_steps: list[int] = field(default_factory=list)
+    curve_loss: list[float] = field(default_factory=list)  # mean loss of the `log_every` steps ending there
+
+
+def seed_everything(seed: int) -> None:
+    """``torch.manual_seed(seed)`` and deterministic algorithms (warn-only) for this process."""
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Warm-up then cosine learning rate at ``step`` (0-based); formula in the module docstring."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    span = max(1, cfg.steps - cfg.warmup_steps)
+    progress = min(1.0, (step - cfg.warmup_steps) / span)
+    return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def make_optimizer(model: GPT, cfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW with weight decay on 2-D weights only (not biases, LayerNorms or position tables < 2-D)."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
+
+
+def train_step(
+    model: GPT, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, grad_clip: float
+) -> torch.Tensor:
+    """One forward/backward/update on ``x, y`` ``(B, T)``; returns the detached loss."""
+    logits = model(x)  # (B, T, vocab)
+    loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    return loss.detach()
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def train(
+    model: GPT,
+    tokens: torch.Tensor,
+    cfg: TrainConfig,
+    seed: int,
+    *,
+    on_step: Callable[[int, float], None] | None = None,
+) -> TrainResult:
+    """Train ``model`` in place on windows of ``model.config.block_size`` tokens from ``tokens``.
+
+    ``on_step(step, loss)`` is called after every step (for a progress bar). The model's device
+    is used for the batches; the batch sampler's generator lives on the CPU.
+    """
+    device = next(model.parameters()).device
+    length = model.config.block_size
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = make_optimizer(model, cfg)
+    model.train()
+    losses: list[torch.Tensor] = []
+    step_times: list[float] = []
+    cpu_times: list[float] = []
+    curve_steps: list[int] = []
+    curve_loss: list[float] = []
+    start = time.perf_counter()
+    for step in range(cfg.steps):
+        t0, c0 = time.perf_counter(), time.process_time()
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(step, cfg)
+        x, y = sample_batch(tokens, cfg.batch_size, length, generator)  # (B, T)
+        loss = train_step(model, optimizer, x.to(device), y.to(device), cfg.grad_clip)
+        _sync(device)
+        step_times.append(time.perf_counter() - t0)
+        cpu_times.append(time.process_time() - c0)
+        losses.append(loss)
+        if (step + 1) % cfg.log_every == 0 or step + 1 == cfg.steps:
+            recent = torch.stack(losses[len(losses) - ((step % cfg.log_every) + 1) :]).mean()
+            curve_steps.append(step + 1)
+            curve_loss.append(float(recent))
+        if on_step is not None:
+            on_step(step, float(loss))
+    seconds = time.perf_counter() - start
+    model.eval()
+    timed = step_times[cfg.timing_skip :] or step_times
+    tokens_per_step = cfg.batch_size * length
+    tail = max(1, cfg.steps // 10)
+    return TrainResult(
+        final_loss=float(torch.stack(losses[-tail:]).mean()),
+        seconds=seconds,
+        tokens_per_s=tokens_per_step / statistics.median(timed),
+        tokens_per_s_mean=tokens_per_step * len(timed) / sum(timed),
+        tokens_per_cpu_s=tokens_per_step / max(statistics.median(cpu_times[cfg.timing_skip :] or cpu_times), 1e-9),
+        curve_steps=curve_steps,
+        curve_loss=curve_loss,
+    )

@@ -1,0 +1,356 @@
+"""posviz.lab: the train-short/test-long experiment (data, model plug-ins, causality, determinism,
+results schema, figures, CLI)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+
+import pytest
+import torch
+
+import posviz
+import posviz.lab.model as lab_model
+from posviz.lab import ALL_METHODS, GPT, METHODS, GPTConfig, LabConfig, run_experiment
+from posviz.lab.data import eval_windows, load_corpus, load_text, sample_batch
+from posviz.lab.evaluate import evaluate
+from posviz.lab.memory import peak_bytes
+from posviz.lab.results import format_tables, load_results, save_results, validate_results
+from posviz.lab.train import TrainConfig, lr_at, seed_everything, train
+
+TINY = {"n_layer": 1, "n_head": 2, "n_embd": 16}
+
+
+@pytest.fixture(autouse=True)
+def _restore_determinism():
+    enabled = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    yield
+    torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return load_corpus()
+
+
+def tiny_model(method: str, block_size: int = 8, **kw) -> GPT:
+    torch.manual_seed(0)
+    return GPT(GPTConfig(method=method, block_size=block_size, **{**TINY, **kw}))
+
+
+def with_scaling(method: str, block_size: int = 8) -> GPT:
+    """A model for any name in ALL_METHODS (rope-pi / rope-ntk: a rope model with that scaling)."""
+    model = tiny_model("rope" if method in lab_model.ROPE_VARIANTS else method, block_size)
+    if method in lab_model.ROPE_VARIANTS:
+        model.set_rope_scaling(lab_model.ROPE_VARIANTS[method])
+    return model
+
+
+# --- data ---------------------------------------------------------------------------------------
+
+
+def test_corpus_is_the_pydoc_topics_split_90_10_with_hashes(corpus):
+    raw = load_text().encode("utf-8")
+    info = corpus.info
+    assert info["n_tokens"] == len(raw) > 400_000
+    assert info["n_train_tokens"] == int(len(raw) * 0.9) == len(corpus.train)
+    assert info["n_train_tokens"] + info["n_heldout_tokens"] == len(raw)
+    assert info["sha256"]["text"] == hashlib.sha256(raw).hexdigest()
+    assert info["sha256"]["train"] == hashlib.sha256(bytes(corpus.train.tolist())).hexdigest()
+    assert info["sha256"]["heldout"] == hashlib.sha256(bytes(corpus.heldout.tolist())).hexdigest()
+    assert info["python"] == sys.version
+    assert corpus.train.dtype == torch.long and int(corpus.train.max()) < 256
+
+
+def test_eval_windows_score_the_same_tokens_at_every_length(corpus):
+    targets = []
+    for length in (8, 16, 32):
+        x, y = eval_windows(corpus.heldout, length, 32)
+        assert x.shape == y.shape and x.shape[1] == length
+        torch.testing.assert_close(y.flatten()[:-1], x.flatten()[1:])  # y is x shifted by one
+        targets.append(y.flatten())
+    assert all(torch.equal(t, targets[0]) for t in targets)
+    assert len(targets[0]) == (len(corpus.heldout) - 1) // 32 * 32
+    x, _ = eval_windows(corpus.heldout, 8, 32, max_tokens=100)
+    assert x.numel() == 96
+
+
+def test_sample_batch_targets_are_next_tokens(corpus):
+    x, y = sample_batch(corpus.train, 4, 16, torch.Generator().manual_seed(0))
+    assert x.shape == y.shape == (4, 16)
+    torch.testing.assert_close(x[:, 1:], y[:, :-1])
+
+
+# --- each method uses the posviz function its chapter teaches ------------------------------------
+
+
+def spy(monkeypatch, owner, name):
+    calls = []
+    original = getattr(owner, name)
+
+    def wrapper(*args, **kwargs):
+        calls.append((args, kwargs))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, wrapper)
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("method", "owner", "name"),
+    [
+        ("sinusoidal", lab_model, "sinusoidal_encoding"),
+        ("learned", posviz.LearnedPositionalEmbedding, "forward"),
+        ("shaw", posviz.ShawRelativePosition, "forward"),
+        ("t5", posviz.T5RelativeBias, "forward"),
+        ("rope", lab_model, "apply_rope"),
+        ("alibi", lab_model, "alibi_bias"),
+    ],
+)
+def test_method_calls_its_posviz_function(monkeypatch, method, owner, name):
+    model = tiny_model(method)
+    calls = spy(monkeypatch, owner, name)
+    model(torch.randint(0, 256, (2, 8)))
+    assert calls, f"{method} did not call posviz {name}"
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_attention_is_posviz_attention_with_causal_mask(monkeypatch, method):
+    # Shaw's module imports posviz.attention.attention itself; everyone else goes through the model's reference.
+    owner = sys.modules["posviz.attention"] if method == "shaw" else lab_model
+    calls = spy(monkeypatch, owner, "attention")
+    model = tiny_model(method, n_layer=2)
+    model(torch.randint(0, 256, (2, 8)))
+    assert len(calls) == 2  # one per layer
+    assert all(kw.get("causal") is True for _, kw in calls)
+
+
+def test_no_position_method_calls_no_position_function(monkeypatch):
+    names = ("sinusoidal_encoding", "apply_rope", "alibi_bias")
+    spies = [spy(monkeypatch, lab_model, n) for n in names]
+    tiny_model("none")(torch.randint(0, 256, (2, 8)))
+    assert not any(spies)
+
+
+def test_position_outputs_equal_manual_posviz_calls():
+    dev, f32 = torch.device("cpu"), torch.float32
+    sin = tiny_model("sinusoidal")
+    torch.testing.assert_close(sin.position.add_to_input(8, dev, f32), posviz.sinusoidal_encoding(8, 16, device="cpu"))
+    ali = tiny_model("alibi")
+    torch.testing.assert_close(ali.position.bias(8, dev, f32), posviz.alibi_bias(2, 8, device="cpu"))
+    t5 = tiny_model("t5")
+    assert t5.position.rel.bidirectional is False
+    torch.testing.assert_close(t5.position.bias(8, dev, f32), t5.position.rel(8))
+    learned = tiny_model("learned")
+    torch.testing.assert_close(learned.position.add_to_input(8, dev, f32), learned.position.table.table.weight)
+    rope = tiny_model("rope")
+    q, k = torch.randn(2, 2, 8, 8), torch.randn(2, 2, 8, 8)  # (B, nh, T, hs)
+    rq, rk = rope.position.rotate(q, k)
+    torch.testing.assert_close(rq, posviz.apply_rope(q))
+    torch.testing.assert_close(rk, posviz.apply_rope(k))
+
+
+def test_rope_scaling_variants(monkeypatch):
+    model = tiny_model("rope")  # trained length 8, head size 8
+    q, k = torch.randn(1, 2, 16, 8), torch.randn(1, 2, 16, 8)
+    model.set_rope_scaling("pi")
+    rq, _ = model.position.rotate(q, k)
+    torch.testing.assert_close(rq, posviz.apply_rope(q, torch.arange(16) / 2.0))  # positions m * 8/16
+    short = torch.randn(1, 2, 8, 8)
+    torch.testing.assert_close(model.position.rotate(short, short)[0], posviz.apply_rope(short))  # no-op at <= 8
+    model.set_rope_scaling("ntk")
+    rq, _ = model.position.rotate(q, k)
+    torch.testing.assert_close(rq, posviz.apply_rope(q, base=10000.0 * 2.0 ** (8 / 6)))  # b s^(d/(d-2))
+    with pytest.raises(ValueError, match="rope model"):
+        tiny_model("alibi").set_rope_scaling("pi")
+
+
+def test_learned_table_cannot_run_past_its_length():
+    model = tiny_model("learned")
+    with pytest.raises(IndexError, match="max_len=8"):
+        model(torch.zeros(1, 9, dtype=torch.long))
+
+
+# --- causality ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ALL_METHODS)
+def test_changing_a_future_token_leaves_past_logits_unchanged(method):
+    block = 8 if method in ("learned",) else 4  # rope variants: evaluate at 2x the training length
+    model = with_scaling(method, block_size=block)
+    length = 8
+    # make the position parameters large enough to matter
+    with torch.no_grad():
+        for p in model.position.parameters():
+            p.normal_(0, 0.5)
+    idx = torch.randint(0, 256, (2, length), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        base = model(idx)
+        for t in range(length - 1):
+            changed = idx.clone()
+            changed[:, t + 1] = (changed[:, t + 1] + 1) % 256
+            out = model(changed)
+            torch.testing.assert_close(out[:, : t + 1], base[:, : t + 1], rtol=0, atol=1e-6)
+            assert not torch.allclose(out[:, t + 1], base[:, t + 1])  # the test can see a change
+
+
+# --- training, evaluation, determinism --------------------------------------------------------------
+
+
+def test_lr_schedule():
+    cfg = TrainConfig(steps=100, warmup_steps=10, lr=1e-3, min_lr_ratio=0.1)
+    assert lr_at(0, cfg) == pytest.approx(1e-4)
+    assert lr_at(9, cfg) == pytest.approx(1e-3)
+    assert lr_at(10, cfg) == pytest.approx(1e-3)
+    assert lr_at(55, cfg) == pytest.approx(1e-3 * (0.1 + 0.9 * 0.5))
+    assert lr_at(100, cfg) == pytest.approx(1e-4)
+
+
+def _train_once(corpus, seed: int, method: str = "alibi"):
+    seed_everything(seed)
+    model = GPT(GPTConfig(method=method, block_size=16, **TINY))
+    result = train(model, corpus.train, TrainConfig(steps=6, warmup_steps=2, batch_size=4, log_every=2), seed)
+    return model, result
+
+
+@pytest.mark.parametrize("method", ["t5", "shaw"])
+def test_same_seed_same_numbers(corpus, method):
+    m1, r1 = _train_once(corpus, 3, method)
+    m2, r2 = _train_once(corpus, 3, method)
+    assert r1.curve_loss == r2.curve_loss and r1.final_loss == r2.final_loss
+    for (n, a), (_, b) in zip(m1.state_dict().items(), m2.state_dict().items()):
+        assert torch.equal(a, b), n
+    e1 = evaluate(m1, corpus.heldout, [16, 32], max_tokens=256)
+    e2 = evaluate(m2, corpus.heldout, [16, 32], max_tokens=256)
+    assert [e.loss for e in e1] == [e.loss for e in e2]
+    _, r3 = _train_once(corpus, 4, method)
+    assert r3.curve_loss != r1.curve_loss
+
+
+def test_evaluate_perplexity_is_exp_mean_token_loss(corpus):
+    model = tiny_model("learned", block_size=16)
+    res = evaluate(model, corpus.heldout, [16, 32], max_tokens=64)
+    x, y = eval_windows(corpus.heldout, 16, 32, max_tokens=64)
+    with torch.no_grad():
+        manual = torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten())
+    assert res[0].loss == pytest.approx(float(manual), rel=1e-5)
+    assert res[0].perplexity == pytest.approx(math.exp(res[0].loss))
+    assert res[1].loss is None and res[1].perplexity is None and "max_len=16" in res[1].cannot_run
+
+
+def test_peak_bytes_sees_torch_allocations():
+    def work():
+        a = torch.ones(1_000_000)  # 4 MB
+        b = a * 2  # another 4 MB while a is alive
+        return float(b[0])
+
+    peak = peak_bytes(work, torch.device("cpu"))
+    assert 8_000_000 <= peak < 12_000_000
+
+
+def test_checkpoint_roundtrip(tmp_path):
+    from posviz.lab.checkpoint import load_checkpoint, save_checkpoint
+
+    model = tiny_model("t5")
+    path = save_checkpoint(model, tmp_path / "m.pt")
+    again = load_checkpoint(path)
+    idx = torch.randint(0, 256, (1, 8))
+    with torch.no_grad():
+        torch.testing.assert_close(again(idx), model(idx))
+
+
+# --- end to end ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_results():
+    cfg = LabConfig(
+        methods=list(ALL_METHODS), seeds=[0, 1], train_len=8, eval_multipliers=[1, 2, 4], model=dict(TINY),
+        train=TrainConfig(steps=4, warmup_steps=1, batch_size=4, log_every=2), eval_tokens_per_batch=64,
+        eval_max_tokens=256, mode="test",
+    )
+    return run_experiment(cfg, progress=False)
+
+
+def test_smoke_end_to_end_schema_and_finite_numbers(tiny_results, tmp_path):
+    r = tiny_results
+    validate_results(r)
+    assert r["eval_lengths"] == [8, 16, 32]
+    assert r["method_order"] == list(ALL_METHODS)
+    assert r["data"]["eval_scored_tokens"] == 256
+    for name, m in r["methods"].items():
+        assert [s["seed"] for s in m["seeds"]] == [0, 1]
+        ppl = m["aggregate"]["perplexity"]
+        if name == "learned":
+            assert all(isinstance(v, float) and math.isfinite(v) for v in ppl["mean"][:1])
+            assert ppl["mean"][1:] == [None, None]
+            for s in m["seeds"]:
+                assert s["perplexity"][1:] == [None, None]
+                assert all("past the learned table" in reason for reason in s["cannot_run"][1:])
+            assert m["memory"]["inference_peak_bytes"][1:] == [None, None]
+        else:
+            assert all(isinstance(v, float) and math.isfinite(v) and v > 1 for v in ppl["mean"]), name
+            assert all(reason is None for s in m["seeds"] for reason in s["cannot_run"])
+            assert all(v > 0 for v in m["aggregate"]["inference_tokens_per_cpu_s"]["mean"])
+        if m["trained_as"] == name:
+            assert m["aggregate"]["train_tokens_per_s"]["mean"] > 0
+            assert m["aggregate"]["train_tokens_per_cpu_s"]["mean"] > 0
+            assert m["memory"]["train"]["total_bytes"] > m["memory"]["train"]["param_bytes"] > 0
+        else:
+            assert m["trained_as"] == "rope" and m["memory"]["train"] is None
+    # the variants reuse the rope model: identical at the training length
+    assert r["methods"]["rope-pi"]["seeds"][0]["perplexity"][0] == r["methods"]["rope"]["seeds"][0]["perplexity"][0]
+    path = save_results(r, tmp_path / "results.json")
+    assert load_results(path) == json.loads(json.dumps(r))
+    assert "cannot run" in format_tables(r)
+
+
+def test_validate_rejects_a_number_where_a_method_cannot_run(tiny_results):
+    broken = json.loads(json.dumps(tiny_results))
+    broken["methods"]["learned"]["seeds"][0]["perplexity"][2] = 3.0
+    with pytest.raises(ValueError, match="number xor a reason"):
+        validate_results(broken)
+    broken = json.loads(json.dumps(tiny_results))
+    del broken["data"]["sha256"]["heldout"]
+    with pytest.raises(ValueError, match="sha256"):
+        validate_results(broken)
+
+
+def test_figures(tiny_results, tmp_path):
+    from posviz.lab.figures import cost_figure, perplexity_figure, write_figures
+
+    fig = perplexity_figure(tiny_results)
+    assert len(fig.data) == len(ALL_METHODS)
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    assert "perplexity" in fig.layout.yaxis.title.text and fig.layout.xaxis.title.text
+    assert fig.layout.title.text and len(fig.layout.updatemenus) == 2
+    learned = next(t for t in fig.data if t.name.startswith("learned"))
+    assert learned.y[0] is not None and list(learned.y[1:]) == [None, None]
+    cost = cost_figure(tiny_results)
+    assert cost.layout.title.text and any(t.type == "bar" for t in cost.data)
+    paths = write_figures(tiny_results, tmp_path)
+    assert all(p.stat().st_size < 1_000_000 for p in paths)
+
+
+def test_config_rejects_bad_input():
+    with pytest.raises(ValueError, match="unknown method"):
+        LabConfig(methods=["sinus"])
+    with pytest.raises(ValueError, match="divide"):
+        LabConfig(eval_multipliers=[1, 3, 4])
+    assert LabConfig(methods=["rope-ntk"]).reported_methods() == ["rope", "rope-ntk"]
+
+
+def test_cli_writes_json_and_html(tmp_path, capsys):
+    from posviz.lab.cli import main
+
+    out = tmp_path / "out"
+    rc = main(["--quick", "--steps", "3", "--seeds", "0", "--methods", "learned,alibi", "--train-len", "16",
+               "--eval-multipliers", "1", "2", "--no-progress", "--device", "cpu", "--out", str(out)])
+    assert rc == 0
+    r = load_results(out / "results.json")
+    assert r["config"]["mode"] == "quick" and r["method_order"] == ["learned", "alibi"]
+    assert (out / "perplexity.html").exists() and (out / "cost.html").exists()
+    assert "| alibi |" in capsys.readouterr().out
