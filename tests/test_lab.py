@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import sys
 
 import pytest
@@ -268,9 +269,15 @@ def test_checkpoint_roundtrip(tmp_path):
 @pytest.fixture(scope="module")
 def tiny_results():
     cfg = LabConfig(
-        methods=list(ALL_METHODS), seeds=[0, 1], train_len=8, eval_multipliers=[1, 2, 4], model=dict(TINY),
-        train=TrainConfig(steps=4, warmup_steps=1, batch_size=4, log_every=2), eval_tokens_per_batch=64,
-        eval_max_tokens=256, mode="test",
+        methods=list(ALL_METHODS),
+        seeds=[0, 1],
+        train_len=8,
+        eval_multipliers=[1, 2, 4],
+        model=dict(TINY),
+        train=TrainConfig(steps=4, warmup_steps=1, batch_size=4, log_every=2),
+        eval_tokens_per_batch=64,
+        eval_max_tokens=256,
+        mode="test",
     )
     return run_experiment(cfg, progress=False)
 
@@ -331,8 +338,12 @@ def test_figures(tiny_results, tmp_path):
     assert learned.y[0] is not None and list(learned.y[1:]) == [None, None]
     cost = cost_figure(tiny_results)
     assert cost.layout.title.text and any(t.type == "bar" for t in cost.data)
-    paths = write_figures(tiny_results, tmp_path)
-    assert all(p.stat().st_size < 1_000_000 for p in paths)
+    small = write_figures(tiny_results, tmp_path / "cdn", include_plotlyjs="cdn")  # explicit opt-in only
+    assert all(p.stat().st_size < 1_000_000 for p in small)
+    paths = write_figures(tiny_results, tmp_path)  # default: plotly.js inside, no CDN
+    for path in paths:
+        text = path.read_text()
+        assert path.stat().st_size > 1_000_000 and not re.search(r"<script[^>]*src=[\"']?https?://", text)
 
 
 def test_config_rejects_bad_input():
@@ -347,10 +358,163 @@ def test_cli_writes_json_and_html(tmp_path, capsys):
     from posviz.lab.cli import main
 
     out = tmp_path / "out"
-    rc = main(["--quick", "--steps", "3", "--seeds", "0", "--methods", "learned,alibi", "--train-len", "16",
-               "--eval-multipliers", "1", "2", "--no-progress", "--device", "cpu", "--out", str(out)])
+    rc = main(
+        [
+            "--quick",
+            "--steps",
+            "3",
+            "--seeds",
+            "0",
+            "--methods",
+            "learned,alibi",
+            "--train-len",
+            "16",
+            "--eval-multipliers",
+            "1",
+            "2",
+            "--no-progress",
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     r = load_results(out / "results.json")
     assert r["config"]["mode"] == "quick" and r["method_order"] == ["learned", "alibi"]
     assert (out / "perplexity.html").exists() and (out / "cost.html").exists()
     assert "| alibi |" in capsys.readouterr().out
+
+
+# --- the published run, tables, slider figures ------------------------------------------------------
+
+
+def test_published_run_ships_in_the_package_and_is_the_full_run():
+    from posviz.lab import PUBLISHED, load_published
+
+    assert PUBLISHED.parent.name == "published" and PUBLISHED.parent.parent.name == "lab"
+    r = load_published()
+    assert r["config"]["mode"] == "full" and r["config"]["seeds"] == [0, 1, 2]
+    assert r["train_len"] == 64 and r["eval_lengths"] == [64, 128, 256, 512, 1024]
+    assert r["method_order"] == list(ALL_METHODS)
+    # the package data entry that puts it into the wheel
+    text = (
+        (PUBLISHED.parents[3] / "pyproject.toml").read_text()
+        if (PUBLISHED.parents[3] / "pyproject.toml").exists()
+        else None
+    )
+    if text is not None:
+        assert '"lab/published/*.json"' in text
+
+
+def test_perplexity_ratio_and_tables(tiny_results):
+    from posviz.lab import cost_table, perplexity_ratio, perplexity_table
+
+    ratios = perplexity_ratio(tiny_results)
+    for name, m in tiny_results["methods"].items():
+        mean = m["aggregate"]["perplexity"]["mean"]
+        assert ratios[name][0] == pytest.approx(1.0)
+        for v, rho in zip(mean, ratios[name]):
+            assert (v is None and rho is None) or rho == pytest.approx(v / mean[0])
+    table = perplexity_table(tiny_results)
+    lines = table.splitlines()
+    assert len(lines) == 2 + len(ALL_METHODS) and "L = 16 (2×)" in lines[0]
+    learned = next(line for line in lines if line.startswith("| learned |"))
+    assert learned.count("cannot run") == 2
+    agg = tiny_results["methods"]["alibi"]["aggregate"]["perplexity"]
+    alibi = next(line for line in lines if line.startswith("| alibi |"))
+    assert f"{agg['mean'][2]:.2f} ± {agg['std'][2]:.2f}" in alibi
+    cost = cost_table(tiny_results).splitlines()
+    assert len(cost) == 2 + len(ALL_METHODS)
+    assert "(evaluation of rope)" in next(line for line in cost if line.startswith("| rope-pi |"))
+    assert "L = 32" in cost[0] and "L = 8" not in cost[0]  # default: the longest length
+    assert "L = 8" in cost_table(tiny_results, length=8).splitlines()[0]
+    with pytest.raises(ValueError, match="clock"):
+        cost_table(tiny_results, clock="gpu")
+    with pytest.raises(ValueError, match="length"):
+        cost_table(tiny_results, length=5)
+    shifted = json.loads(json.dumps(tiny_results))
+    shifted["train_len"] = 5
+    with pytest.raises(ValueError, match="training length"):
+        perplexity_ratio(shifted)
+
+
+def _step_values(fig, step: int, trace: int, key: str = "x") -> list:
+    return list(fig.layout.sliders[0].steps[step].args[0][key][trace])
+
+
+def test_perplexity_at_length_figure_matches_the_results(tiny_results):
+    from posviz.lab import perplexity_at_length_figure, perplexity_ratio
+
+    fig = perplexity_at_length_figure(tiny_results)
+    steps = fig.layout.sliders[0].steps
+    assert len(steps) == len(tiny_results["eval_lengths"]) >= 2 and len(fig.data) == 2
+    assert fig.layout.title.text and fig.layout.xaxis.title.text and fig.layout.xaxis2.title.text
+    names = tiny_results["method_order"]
+    for i in range(len(steps)):
+        expected = [tiny_results["methods"][n]["aggregate"]["perplexity"]["mean"][i] for n in names]
+        assert _step_values(fig, i, 0) == [0.0 if v is None else v for v in expected]
+        rho = [perplexity_ratio(tiny_results)[n][i] for n in names]
+        assert _step_values(fig, i, 1) == [0.0 if v is None else v for v in rho]
+    assert _step_values(fig, 0, 0) != _step_values(fig, 2, 0)
+    learned = names.index("learned")
+    assert _step_values(fig, 1, 0, "text")[learned] == "cannot run"
+    assert list(fig.data[0].x) == _step_values(fig, 0, 0)  # the first step is what is drawn first
+    top = max(v for n in names for v in tiny_results["methods"][n]["aggregate"]["perplexity"]["max"] if v)
+    assert fig.layout.xaxis.range[1] >= top  # fixed across steps, everything fits
+
+
+def test_inference_at_length_figure_matches_the_results(tiny_results):
+    from posviz.lab import inference_at_length_figure
+
+    fig = inference_at_length_figure(tiny_results, clock="cpu")
+    steps = fig.layout.sliders[0].steps
+    assert len(steps) == 3 and len(fig.data) == 2
+    names = tiny_results["method_order"]
+    for i in range(len(steps)):
+        speed = [tiny_results["methods"][n]["aggregate"]["inference_tokens_per_cpu_s"]["mean"][i] for n in names]
+        assert _step_values(fig, i, 0) == [0.0 if v is None else v for v in speed]
+        peak = [tiny_results["methods"][n]["memory"]["inference_peak_bytes"][i] for n in names]
+        assert _step_values(fig, i, 1) == pytest.approx([0.0 if b is None else b / 2**20 for b in peak])
+        assert "title.text" in steps[i].args[1] and "xaxis.range" in steps[i].args[1]
+    assert _step_values(fig, 0, 1) != _step_values(fig, 2, 1)
+    wall = inference_at_length_figure(tiny_results, clock="wall")
+    assert "tokens / s" in wall.layout.xaxis.title.text
+    with pytest.raises(ValueError, match="clock"):
+        inference_at_length_figure(tiny_results, clock="gpu")
+
+
+def test_cli_publish_writes_the_package_copy(tmp_path, monkeypatch, capsys):
+    import posviz.lab.results as lab_results
+    from posviz.lab.cli import main
+
+    target = tmp_path / "published" / "extrapolation.json"
+    monkeypatch.setattr(lab_results, "PUBLISHED", target)
+    assert main(["--quick", "--publish"]) == 2  # a quick run is never published
+    assert not target.exists()
+    args = [
+        "--steps",
+        "2",
+        "--seeds",
+        "0",
+        "--methods",
+        "alibi",
+        "--train-len",
+        "16",
+        "--eval-multipliers",
+        "1",
+        "2",
+        "--no-progress",
+        "--device",
+        "cpu",
+        "--publish",
+    ]
+    monkeypatch.chdir(tmp_path)
+    assert main(args) == 0
+    r = load_results(target)
+    assert r["config"]["mode"] == "full" and r["method_order"] == ["alibi"]
+    assert not (tmp_path / "results").exists()  # no --out: nothing but the package copy
+    out = tmp_path / "figs"
+    assert main(["--replot", "--publish", "--plotlyjs", "cdn", "--out", str(out)]) == 0
+    assert (out / "perplexity.html").exists() and not (out / "results.json").exists()
+    capsys.readouterr()

@@ -1,7 +1,7 @@
 r"""The "train short, test long" experiment in miniature (Press, Smith and Lewis, ICLR 2022, Figs. 1-2).
 
 Small causal byte-level Transformer language models, identical except for the position method
-(:data:`posviz.lab.model.METHODS`: ``none``, ``sinusoidal``, ``learned``, ``shaw``, ``t5``,
+(``posviz.lab.model.METHODS``: ``none``, ``sinusoidal``, ``learned``, ``shaw``, ``t5``,
 ``rope``, ``alibi``; plus ``rope-pi`` and ``rope-ntk``, two evaluation-time rescalings of the
 trained ``rope`` model), are trained on the Python documentation shipped with CPython
 (``pydoc_data.topics``) at one length :math:`L_{\text{train}}` and evaluated on held-out text at
@@ -11,16 +11,19 @@ function its chapter teaches, and attention is :func:`posviz.attention` with ``c
 
 Run it::
 
-    python -m posviz.lab --quick                      # about 2 minutes on 2 CPU cores
-    python -m posviz.lab --out results/extrapolation  # full: 3 seeds, d=128, 3 layers, 400 steps
+    python -m posviz.lab --quick                  # about 2 minutes on 2 CPU cores
+    python -m posviz.lab --threads 1 --publish    # full: 3 seeds, d=128, 3 layers, 400 steps
 
-Modules: :mod:`~posviz.lab.data` (corpus, splits, windows), :mod:`~posviz.lab.model` (the
-model and the position plug-ins), :mod:`~posviz.lab.train`, :mod:`~posviz.lab.evaluate`,
-:mod:`~posviz.lab.memory`, :mod:`~posviz.lab.experiment` (presets and the loop),
-:mod:`~posviz.lab.results` (aggregation, schema, I/O), :mod:`~posviz.lab.figures` (Plotly),
-:mod:`~posviz.lab.cli`.
+The full run the book shows ships inside the package (``posviz/lab/published/extrapolation.json``):
+:func:`load_published` reads it, ``--publish`` rewrites it (see ``posviz.lab.cli``).
 
-Results JSON (``OUT/results.json``), schema ``"posviz.lab/extrapolation"`` version 1. Lists
+Modules: ``posviz.lab.data`` (corpus, splits, windows), ``posviz.lab.model`` (the
+model and the position plug-ins), ``posviz.lab.train``, ``posviz.lab.evaluate``,
+``posviz.lab.memory``, ``posviz.lab.experiment`` (presets and the loop),
+``posviz.lab.results`` (aggregation, schema, I/O), ``posviz.lab.figures`` (Plotly),
+``posviz.lab.cli``.
+
+Results JSON (``OUT/results.json``, or the published copy), schema ``"posviz.lab/extrapolation"`` version 1. Lists
 indexed "per length" are aligned with ``eval_lengths``. Perplexity is :math:`\exp` of the mean
 cross-entropy (nats) over all scored tokens; a length a method cannot run is ``null`` with the
 reason in ``cannot_run`` (never a number)::
@@ -71,27 +74,52 @@ reason in ``cannot_run`` (never a number)::
     }
 
 ``std`` is the sample standard deviation (n - 1), ``null`` with one seed. Read a file with
-:func:`load_results` (it validates); draw it with :func:`perplexity_figure` and
-:func:`cost_figure`.
+``load_results`` (it validates) or :func:`load_published`; tabulate it with
+:func:`perplexity_table` and :func:`cost_table`; draw it with :func:`perplexity_figure`,
+:func:`perplexity_at_length_figure`, :func:`cost_figure` and :func:`inference_at_length_figure`.
 """
 
 from .experiment import LabConfig, full_config, quick_config, run_experiment
-from .figures import cost_figure, perplexity_figure, training_curve_figure, write_figures
+from .figures import (
+    cost_figure,
+    inference_at_length_figure,
+    perplexity_at_length_figure,
+    perplexity_figure,
+    training_curve_figure,
+    write_figures,
+)
 from .model import ALL_METHODS, GPT, METHODS, ROPE_VARIANTS, GPTConfig
-from .results import format_tables, load_results, save_results, validate_results
+from .results import (
+    PUBLISHED,
+    cost_table,
+    format_tables,
+    load_published,
+    load_results,
+    perplexity_ratio,
+    perplexity_table,
+    save_results,
+    validate_results,
+)
 
 __all__ = [
     "ALL_METHODS",
     "GPT",
     "METHODS",
+    "PUBLISHED",
     "ROPE_VARIANTS",
     "GPTConfig",
     "LabConfig",
     "cost_figure",
+    "cost_table",
     "format_tables",
     "full_config",
+    "inference_at_length_figure",
+    "load_published",
     "load_results",
+    "perplexity_at_length_figure",
     "perplexity_figure",
+    "perplexity_ratio",
+    "perplexity_table",
     "quick_config",
     "run_experiment",
     "save_results",

@@ -2,10 +2,18 @@
 
 Examples::
 
-    python -m posviz.lab --quick                      # ~2 minutes on 2 CPU cores
-    python -m posviz.lab --out results/extrapolation  # the full run (~15-20 minutes on 2 idle CPU cores)
-    python -m posviz.lab --methods rope alibi --seeds 0 1 --train-len 32
-    python -m posviz.lab --replot --out results/extrapolation  # redraw the HTML from results.json
+    python -m posviz.lab --quick                  # ~2 minutes on 2 CPU cores -> results/extrapolation-quick/
+    python -m posviz.lab --threads 1 --publish    # the full run the book shows (~22 minutes on 1 thread)
+    python -m posviz.lab --methods rope alibi --seeds 0 1 --train-len 32 --out /tmp/lab
+    python -m posviz.lab --replot --out /tmp/lab  # redraw the HTML from /tmp/lab/results.json
+
+``--publish`` writes the results JSON into the package, ``posviz/lab/published/extrapolation.json``
+(:data:`posviz.lab.results.PUBLISHED`, read by :func:`posviz.lab.load_published`): the one copy
+the book and the installed package use. It writes HTML figures only when ``--out`` is given.
+Without ``--publish`` the JSON and the HTML figures go to ``--out`` (default
+``results/extrapolation-quick`` or ``results/extrapolation-full``). The HTML files embed
+plotly.js (about 4.7 MB each, they open offline); ``--plotlyjs cdn`` makes small files that load
+it from a CDN instead.
 """
 
 from __future__ import annotations
@@ -33,25 +41,58 @@ def build_parser() -> argparse.ArgumentParser:
         "evaluate held-out perplexity at 1x-16x that length, and measure cost.",
     )
     p.add_argument("--quick", action="store_true", help="small model, 250 steps, 2 seeds (~2 min on 2 CPU cores)")
-    p.add_argument("--methods", nargs="+", type=_methods, default=None, metavar="METHOD",
-                   help=f"methods to run (default: all): {' '.join(ALL_METHODS)}")
+    p.add_argument(
+        "--methods",
+        nargs="+",
+        type=_methods,
+        default=None,
+        metavar="METHOD",
+        help=f"methods to run (default: all): {' '.join(ALL_METHODS)}",
+    )
     p.add_argument("--seeds", nargs="+", type=int, default=None, help="seeds (default: 0 1 2; quick: 0 1)")
     p.add_argument("--train-len", type=int, default=64, help="training length in tokens (default 64)")
-    p.add_argument("--eval-multipliers", nargs="+", type=int, default=None,
-                   help="evaluation lengths as multiples of --train-len (default 1 2 4 8 16)")
+    p.add_argument(
+        "--eval-multipliers",
+        nargs="+",
+        type=int,
+        default=None,
+        help="evaluation lengths as multiples of --train-len (default 1 2 4 8 16)",
+    )
     p.add_argument("--steps", type=int, default=None, help="override the number of training steps")
     p.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
-    p.add_argument("--threads", type=int, default=None,
-                   help="torch.set_num_threads (default: torch's choice). Use 1 on a shared machine: with 2 threads "
-                   "on 2 busy cores training slowed down ~10x; results are identical for the same thread count")
-    p.add_argument("--out", type=Path, default=None,
-                   help="output folder (default results/extrapolation, or results/extrapolation-quick with --quick)")
-    p.add_argument("--plotlyjs", choices=("cdn", "inline"), default="cdn",
-                   help="HTML figures load plotly.js from the CDN (small files, default) or embed it (offline)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch.set_num_threads (default: torch's choice). Use 1 on a shared machine: with 2 threads "
+        "on 2 busy cores training slowed down ~10x; results are identical for the same thread count",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder for results.json and the HTML figures (default results/extrapolation-full, "
+        "or results/extrapolation-quick with --quick; with --publish: no folder unless given)",
+    )
+    p.add_argument(
+        "--publish",
+        action="store_true",
+        help="full runs only: write the results JSON into the package (posviz/lab/published/"
+        "extrapolation.json), the copy the book shows; with --replot: redraw from that copy",
+    )
+    p.add_argument(
+        "--plotlyjs",
+        choices=("inline", "cdn"),
+        default="inline",
+        help="HTML figures embed plotly.js (default: ~4.7 MB each, open offline) or load it from a CDN",
+    )
     p.add_argument("--checkpoints", action="store_true", help="also save every trained model under OUT/checkpoints")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--replot", action="store_true",
-                   help="run nothing: redraw the HTML figures (and print the tables) from OUT/results.json")
+    p.add_argument(
+        "--replot",
+        action="store_true",
+        help="run nothing: redraw the HTML figures (and print the tables) from OUT/results.json",
+    )
     return p
 
 
@@ -89,28 +130,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    out = args.out or Path("results/extrapolation-quick" if args.quick else "results/extrapolation")
+    if args.publish and args.quick:
+        print("error: --publish takes a full run only (the book shows it); drop --quick", file=sys.stderr)
+        return 2
+    out = args.out
+    if out is None and not args.publish:
+        out = Path("results/extrapolation-quick" if args.quick else "results/extrapolation-full")
+    plotlyjs: str | bool = True if args.plotlyjs == "inline" else "cdn"
     if args.replot:
-        from .results import load_results
+        from .results import PUBLISHED, load_results
 
-        results = load_results(out / "results.json")
-        html = write_figures(results, out, include_plotlyjs=True if args.plotlyjs == "inline" else "cdn")
+        source = PUBLISHED if args.publish else out / "results.json"
+        results = load_results(source)
+        html = write_figures(results, out or Path("results/extrapolation-full"), include_plotlyjs=plotlyjs)
         print(format_tables(results))
-        print(f"\nwrote {', '.join(str(p) for p in html)}", file=sys.stderr)
+        print(f"\nread {source}; wrote {', '.join(str(p) for p in html)}", file=sys.stderr)
         return 0
     if args.checkpoints:
-        cfg.checkpoint_dir = str(out / "checkpoints")
+        cfg.checkpoint_dir = str((out or Path("results/extrapolation-full")) / "checkpoints")
 
-    print(f"posviz.lab ({cfg.mode}): methods {cfg.reported_methods()}, seeds {cfg.seeds}, train length "
-          f"{cfg.train_len}, eval lengths {cfg.eval_lengths}, device {cfg.device}, "
-          f"{torch.get_num_threads()} threads", file=sys.stderr)
+    print(
+        f"posviz.lab ({cfg.mode}): methods {cfg.reported_methods()}, seeds {cfg.seeds}, train length "
+        f"{cfg.train_len}, eval lengths {cfg.eval_lengths}, device {cfg.device}, "
+        f"{torch.get_num_threads()} threads",
+        file=sys.stderr,
+    )
     t0 = time.perf_counter()
     from .experiment import run_experiment
 
     results = run_experiment(cfg, progress=not args.no_progress)
-    json_path = save_results(results, out / "results.json")
-    html = write_figures(results, out, include_plotlyjs=True if args.plotlyjs == "inline" else "cdn")
+    written = []
+    if args.publish:
+        from .results import PUBLISHED
+
+        written.append(save_results(results, PUBLISHED))
+    if out is not None:
+        written.append(save_results(results, out / "results.json"))
+        written += write_figures(results, out, include_plotlyjs=plotlyjs)
     print(format_tables(results))
-    print(f"\nwrote {json_path} and {', '.join(str(p) for p in html)} in {time.perf_counter() - t0:.0f} s",
-          file=sys.stderr)
+    print(f"\nwrote {', '.join(str(p) for p in written)} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     return 0

@@ -115,8 +115,13 @@ def _aggregate(seeds: list[dict], trained: bool) -> dict:
     per_length = ("perplexity", "loss", "inference_tokens_per_s", "inference_tokens_per_cpu_s")
     agg = {key: summarize_lists([s[key] for s in seeds]) for key in per_length}
     if trained:
-        for key in ("final_train_loss", "train_tokens_per_s", "train_tokens_per_s_mean", "train_tokens_per_cpu_s",
-                    "train_seconds"):
+        for key in (
+            "final_train_loss",
+            "train_tokens_per_s",
+            "train_tokens_per_s_mean",
+            "train_tokens_per_cpu_s",
+            "train_seconds",
+        ):
             agg[key] = summarize([s[key] for s in seeds])
     return agg
 
@@ -140,8 +145,14 @@ def run_experiment(cfg: LabConfig, *, progress: bool = True) -> dict:
 
     per_run = {m: cfg.train.steps + len(lengths) * (1 + (len(variants) if m == "rope" else 0)) for m in trained}
     interactive = sys.stderr.isatty()
-    bar = tqdm(total=sum(per_run.values()) * len(cfg.seeds), disable=not progress, unit="step", dynamic_ncols=True,
-               file=sys.stderr, mininterval=0.1 if interactive else 10.0)
+    bar = tqdm(
+        total=sum(per_run.values()) * len(cfg.seeds),
+        disable=not progress,
+        unit="step",
+        dynamic_ncols=True,
+        file=sys.stderr,
+        mininterval=0.1 if interactive else 10.0,
+    )
     methods: dict[str, dict] = {}
     for name in trained:
         gcfg = cfg.gpt_config(name)
@@ -149,13 +160,22 @@ def run_experiment(cfg: LabConfig, *, progress: bool = True) -> dict:
         seed_everything(cfg.seeds[0])
         probe = GPT(gcfg).to(device)
         params = probe.num_params()
-        memory = {"what": MEMORY_NOTE, "train": training_memory(copy.deepcopy(probe), cfg.train, corpus.train),
-                  "inference_peak_bytes": [inference_memory(probe, n, cfg.eval_tokens_per_batch) for n in lengths]}
+        memory = {
+            "what": MEMORY_NOTE,
+            "train": training_memory(copy.deepcopy(probe), cfg.train, corpus.train),
+            "inference_peak_bytes": [inference_memory(probe, n, cfg.eval_tokens_per_batch) for n in lengths],
+        }
         entries = {name: {"memory": memory, "seeds": []}}
         for v in variants if name == "rope" else []:
             probe.set_rope_scaling(ROPE_VARIANTS[v])
-            entries[v] = {"memory": {"what": MEMORY_NOTE, "train": None, "inference_peak_bytes": [
-                inference_memory(probe, n, cfg.eval_tokens_per_batch) for n in lengths]}, "seeds": []}
+            entries[v] = {
+                "memory": {
+                    "what": MEMORY_NOTE,
+                    "train": None,
+                    "inference_peak_bytes": [inference_memory(probe, n, cfg.eval_tokens_per_batch) for n in lengths],
+                },
+                "seeds": [],
+            }
         del probe
 
         for seed in cfg.seeds:
@@ -172,16 +192,18 @@ def run_experiment(cfg: LabConfig, *, progress: bool = True) -> dict:
             bar.set_description(f"{name} seed {seed}: eval")
             evals = evaluate(model, corpus.heldout, lengths, cfg.eval_tokens_per_batch, cfg.eval_max_tokens)
             bar.update(len(lengths))
-            entries[name]["seeds"].append({
-                "seed": seed,
-                "final_train_loss": tr.final_loss,
-                "train_seconds": tr.seconds,
-                "train_tokens_per_s": tr.tokens_per_s,
-                "train_tokens_per_s_mean": tr.tokens_per_s_mean,
-                "train_tokens_per_cpu_s": tr.tokens_per_cpu_s,
-                "loss_curve": {"step": tr.curve_steps, "loss": tr.curve_loss},
-                **_eval_record(evals),
-            })
+            entries[name]["seeds"].append(
+                {
+                    "seed": seed,
+                    "final_train_loss": tr.final_loss,
+                    "train_seconds": tr.seconds,
+                    "train_tokens_per_s": tr.tokens_per_s,
+                    "train_tokens_per_s_mean": tr.tokens_per_s_mean,
+                    "train_tokens_per_cpu_s": tr.tokens_per_cpu_s,
+                    "loss_curve": {"step": tr.curve_steps, "loss": tr.curve_loss},
+                    **_eval_record(evals),
+                }
+            )
             for v in variants if name == "rope" else []:
                 model.set_rope_scaling(ROPE_VARIANTS[v])
                 evals = evaluate(model, corpus.heldout, lengths, cfg.eval_tokens_per_batch, cfg.eval_max_tokens)

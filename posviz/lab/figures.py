@@ -1,8 +1,9 @@
 """Plotly figures from a results dictionary (the JSON written by ``python -m posviz.lab``).
 
-Every control is a Plotly ``updatemenus`` button over precomputed states, so the figures work in
-a static page with no kernel. The book builds its figures from the committed JSON with these
-functions; the CLI also writes them as HTML next to the JSON.
+Every control is a Plotly ``updatemenus`` button or a slider over precomputed states
+(:func:`posviz.plots.slider_figure`), so the figures work in a static page with no kernel. The
+book builds its figures from the committed JSON (:func:`posviz.lab.load_published`) with these
+functions; the CLI also writes three of them as HTML into its output folder.
 """
 
 from __future__ import annotations
@@ -15,9 +16,18 @@ from typing import Literal
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .results import validate_results
+from ..plots import slider_figure
+from .results import perplexity_ratio, validate_results
 
-__all__ = ["METHOD_COLORS", "cost_figure", "perplexity_figure", "training_curve_figure", "write_figures"]
+__all__ = [
+    "METHOD_COLORS",
+    "cost_figure",
+    "inference_at_length_figure",
+    "perplexity_at_length_figure",
+    "perplexity_figure",
+    "training_curve_figure",
+    "write_figures",
+]
 
 METHOD_COLORS: dict[str, str] = {
     "none": "#7f7f7f",
@@ -56,8 +66,10 @@ def _subtitle(results: dict) -> str:
     cfg = results["config"]
     model = cfg["model"]
     seeds = len(cfg["seeds"])
-    return (f"trained at {results['train_len']} bytes; d={model['n_embd']}, {model['n_layer']} layers, "
-            f"{model['n_head']} heads, {cfg['train']['steps']} steps; {seeds} seed{'s' if seeds > 1 else ''}")
+    return (
+        f"trained at {results['train_len']} bytes; d={model['n_embd']}, {model['n_layer']} layers, "
+        f"{model['n_head']} heads, {cfg['train']['steps']} steps; {seeds} seed{'s' if seeds > 1 else ''}"
+    )
 
 
 def _threads(results: dict) -> str:
@@ -116,12 +128,18 @@ def perplexity_figure(results: dict, *, methods: list[str] | None = None, log_y:
         label = _label(name)
         if any(r is not None for r in reasons):
             label += f" (no positions past {m.get('max_length') or train_len})"
-        fig.add_trace(go.Scatter(
-            x=lengths, y=agg["mean"], name=label, mode="lines+markers",
-            line={"color": _color(name), "dash": "dash" if m["trained_as"] != name else "solid"},
-            error_y={"type": "data", "array": up, "arrayminus": down, "visible": True, "thickness": 1},
-            hovertext=_hover(name, lengths, agg, reasons, "perplexity"), hoverinfo="text",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=lengths,
+                y=agg["mean"],
+                name=label,
+                mode="lines+markers",
+                line={"color": _color(name), "dash": "dash" if m["trained_as"] != name else "solid"},
+                error_y={"type": "data", "array": up, "arrayminus": down, "visible": True, "thickness": 1},
+                hovertext=_hover(name, lengths, agg, reasons, "perplexity"),
+                hoverinfo="text",
+            )
+        )
     trained = [results["methods"][n]["trained_as"] == n for n in names]
 
     def visible(mask: list[bool]) -> dict:
@@ -131,32 +149,75 @@ def perplexity_figure(results: dict, *, methods: list[str] | None = None, log_y:
         {"label": "all methods", "method": "restyle", "args": [visible([True] * len(names))]},
         {"label": "trained methods only", "method": "restyle", "args": [visible(trained)]},
         {"label": "ALiBi paper's Fig. 1 set", "method": "restyle", "args": [visible([n in _PAPER_SET for n in names])]},
-    ] + [
-        {"label": f"only {_label(n)}", "method": "restyle", "args": [visible([k == n for k in names])]} for n in names
-    ]
+    ] + [{"label": f"only {_label(n)}", "method": "restyle", "args": [visible([k == n for k in names])]} for n in names]
     fig.update_layout(
         title={"text": f"Train short, test long: held-out perplexity<br><sup>{_subtitle(results)}</sup>"},
         xaxis=_length_axis(lengths, train_len),
-        yaxis={"type": "log" if log_y else "linear",
-               "title": {"text": "perplexity (exp of mean nats per byte; lower is better)"}},
-        legend={"title": {"text": "method (bars: min–max over seeds)"}, "x": 1.02, "xanchor": "left",
-                "y": 0.78, "yanchor": "top"},
+        yaxis={
+            "type": "log" if log_y else "linear",
+            "title": {"text": "perplexity (exp of mean nats per byte; lower is better)"},
+        },
+        legend={
+            "title": {"text": "method (bars: min–max over seeds)"},
+            "x": 1.02,
+            "xanchor": "left",
+            "y": 0.78,
+            "yanchor": "top",
+        },
         hovermode="closest",
         template="plotly_white",
         height=560,
         margin={"t": 90, "r": 20},
-        shapes=[{"type": "line", "xref": "x", "yref": "paper", "x0": train_len, "x1": train_len, "y0": 0, "y1": 1,
-                 "line": {"dash": "dot", "color": "#555", "width": 1}}],
+        shapes=[
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": train_len,
+                "x1": train_len,
+                "y0": 0,
+                "y1": 1,
+                "line": {"dash": "dot", "color": "#555", "width": 1},
+            }
+        ],
         # annotations on a log axis take log10 of the value (shapes take the value itself)
-        annotations=[{"x": math.log10(train_len), "xref": "x", "y": 1, "yref": "paper", "text": "training length",
-                      "showarrow": False, "xanchor": "left", "yanchor": "bottom", "font": {"size": 11}}],
+        annotations=[
+            {
+                "x": math.log10(train_len),
+                "xref": "x",
+                "y": 1,
+                "yref": "paper",
+                "text": "training length",
+                "showarrow": False,
+                "xanchor": "left",
+                "yanchor": "bottom",
+                "font": {"size": 11},
+            }
+        ],
         updatemenus=[
-            {"type": "buttons", "direction": "right", "x": 1.02, "y": 1.0, "xanchor": "left", "yanchor": "top",
-             "active": 0 if log_y else 1, "showactive": True,
-             "buttons": [{"label": "log y", "method": "relayout", "args": [{"yaxis.type": "log"}]},
-                         {"label": "linear y", "method": "relayout", "args": [{"yaxis.type": "linear"}]}]},
-            {"type": "dropdown", "x": 1.02, "y": 0.9, "xanchor": "left", "yanchor": "top", "active": 0,
-             "buttons": method_buttons},
+            {
+                "type": "buttons",
+                "direction": "right",
+                "x": 1.02,
+                "y": 1.0,
+                "xanchor": "left",
+                "yanchor": "top",
+                "active": 0 if log_y else 1,
+                "showactive": True,
+                "buttons": [
+                    {"label": "log y", "method": "relayout", "args": [{"yaxis.type": "log"}]},
+                    {"label": "linear y", "method": "relayout", "args": [{"yaxis.type": "linear"}]},
+                ],
+            },
+            {
+                "type": "dropdown",
+                "x": 1.02,
+                "y": 0.9,
+                "xanchor": "left",
+                "yanchor": "top",
+                "active": 0,
+                "buttons": method_buttons,
+            },
         ],
     )
     return fig
@@ -182,46 +243,100 @@ def cost_figure(
     if clock not in ("cpu", "wall"):
         raise ValueError(f"clock must be 'auto', 'cpu' or 'wall', got {clock!r}")
     suffix, unit = ("_cpu_s", "tokens / CPU s") if clock == "cpu" else ("_s", "tokens / s")
-    fig = make_subplots(rows=2, cols=2, horizontal_spacing=0.12, vertical_spacing=0.2, subplot_titles=(
-        f"training throughput (median step, {'CPU' if clock == 'cpu' else 'wall'} time)",
-        "peak training memory (tensor bytes)",
-        f"inference throughput vs length ({'CPU' if clock == 'cpu' else 'wall'} time)",
-        "peak inference memory vs length (one batch)"))
+    fig = make_subplots(
+        rows=2,
+        cols=2,
+        horizontal_spacing=0.12,
+        vertical_spacing=0.2,
+        subplot_titles=(
+            "training throughput (median step)",
+            "peak training memory",
+            "inference throughput vs length",
+            "peak inference memory (one batch)",
+        ),
+    )
     tps = [results["methods"][n]["aggregate"]["train_tokens_per" + suffix] for n in trained]
-    fig.add_trace(go.Bar(
-        x=[_label(n) for n in trained], y=[t["mean"] for t in tps], marker_color=[_color(n) for n in trained],
-        error_y={"type": "data", "array": [t["max"] - t["mean"] for t in tps],
-                 "arrayminus": [t["mean"] - t["min"] for t in tps]},
-        showlegend=False, hovertemplate="%{x}: %{y:.0f} " + unit + "<extra>mean over seeds; bars min–max</extra>",
-    ), row=1, col=1)
+    fig.add_trace(
+        go.Bar(
+            x=[_label(n) for n in trained],
+            y=[t["mean"] for t in tps],
+            marker_color=[_color(n) for n in trained],
+            error_y={
+                "type": "data",
+                "array": [t["max"] - t["mean"] for t in tps],
+                "arrayminus": [t["mean"] - t["min"] for t in tps],
+            },
+            showlegend=False,
+            hovertemplate="%{x}: %{y:.0f} " + unit + "<extra>mean over seeds; bars min–max</extra>",
+        ),
+        row=1,
+        col=1,
+    )
     mib = 2.0**20
     mems = [results["methods"][n]["memory"]["train"] for n in trained]
     persistent = [(mm["param_bytes"] + mm["optimizer_state_bytes"]) / mib if mm else None for mm in mems]
     step = [mm["step_peak_bytes"] / mib if mm else None for mm in mems]
-    fig.add_trace(go.Bar(x=[_label(n) for n in trained], y=persistent, name="parameters + AdamW state",
-                         marker_color="#bbbbbb", legendgroup="memory", legendgrouptitle={"text": "training memory"},
-                         hovertemplate="%{x}: %{y:.2f} MiB<extra>parameters + AdamW state</extra>"), row=1, col=2)
-    fig.add_trace(go.Bar(x=[_label(n) for n in trained], y=step, name="one step (activations, gradients)",
-                         marker_color=[_color(n) for n in trained], legendgroup="memory",
-                         hovertemplate="%{x}: %{y:.2f} MiB<extra>peak extra during one step</extra>"), row=1, col=2)
+    fig.add_trace(
+        go.Bar(
+            x=[_label(n) for n in trained],
+            y=persistent,
+            name="parameters + AdamW state",
+            marker_color="#bbbbbb",
+            legendgroup="memory",
+            legendgrouptitle={"text": "training memory"},
+            hovertemplate="%{x}: %{y:.2f} MiB<extra>parameters + AdamW state</extra>",
+        ),
+        row=1,
+        col=2,
+    )
+    fig.add_trace(
+        go.Bar(
+            x=[_label(n) for n in trained],
+            y=step,
+            name="one step (activations, gradients)",
+            marker_color=[_color(n) for n in trained],
+            legendgroup="memory",
+            hovertemplate="%{x}: %{y:.2f} MiB<extra>peak extra during one step</extra>",
+        ),
+        row=1,
+        col=2,
+    )
     for name in names:
         m = results["methods"][name]
         agg = m["aggregate"]["inference_tokens_per" + suffix]
         up, down = _errors(agg)
         dash = "dash" if m["trained_as"] != name else "solid"
-        fig.add_trace(go.Scatter(
-            x=lengths, y=agg["mean"], mode="lines+markers", name=_label(name), legendgroup=name,
-            legendgrouptitle={"text": "method"} if name == names[0] else None,
-            line={"color": _color(name), "dash": dash},
-            error_y={"type": "data", "array": up, "arrayminus": down, "thickness": 1},
-            hovertext=_hover(name, lengths, agg, m["seeds"][0]["cannot_run"], unit), hoverinfo="text",
-        ), row=2, col=1)
+        fig.add_trace(
+            go.Scatter(
+                x=lengths,
+                y=agg["mean"],
+                mode="lines+markers",
+                name=_label(name),
+                legendgroup=name,
+                legendgrouptitle={"text": "method"} if name == names[0] else None,
+                line={"color": _color(name), "dash": dash},
+                error_y={"type": "data", "array": up, "arrayminus": down, "thickness": 1},
+                hovertext=_hover(name, lengths, agg, m["seeds"][0]["cannot_run"], unit),
+                hoverinfo="text",
+            ),
+            row=2,
+            col=1,
+        )
         inf = [None if b is None else b / mib for b in m["memory"]["inference_peak_bytes"]]
-        fig.add_trace(go.Scatter(
-            x=lengths, y=inf, mode="lines+markers", name=_label(name), legendgroup=name, showlegend=False,
-            line={"color": _color(name), "dash": dash},
-            hovertemplate=f"{_label(name)}<br>L = %{{x}}: %{{y:.1f}} MiB<extra></extra>",
-        ), row=2, col=2)
+        fig.add_trace(
+            go.Scatter(
+                x=lengths,
+                y=inf,
+                mode="lines+markers",
+                name=_label(name),
+                legendgroup=name,
+                showlegend=False,
+                line={"color": _color(name), "dash": dash},
+                hovertemplate=f"{_label(name)}<br>L = %{{x}}: %{{y:.1f}} MiB<extra></extra>",
+            ),
+            row=2,
+            col=2,
+        )
     tokens = results["config"].get("eval_tokens_per_batch")
     fig.update_yaxes(title_text=unit, row=1, col=1)
     fig.update_yaxes(title_text="MiB", row=1, col=2)
@@ -232,10 +347,22 @@ def cost_figure(
         axis["title"] = {"text": "evaluation length L"}
         fig.update_xaxes(axis, row=2, col=col)
     fig.update_layout(
-        title={"text": f"Cost per method on {device} ({_threads(results)})<br>"
-                       f"<sup>{_subtitle(results)}; inference batches of {tokens} tokens</sup>"},
-        barmode="stack", template="plotly_white", height=760, margin={"t": 110},
-        legend={"groupclick": "togglegroup"},
+        title={
+            "text": f"Cost per method on {device} ({_threads(results)})<br>"
+            f"<sup>{_subtitle(results)}; inference batches of {tokens} tokens</sup>"
+        },
+        barmode="stack",
+        template="plotly_white",
+        height=820,
+        margin={"t": 110, "b": 40},
+        legend={
+            "groupclick": "togglegroup",
+            "orientation": "h",
+            "x": 0,
+            "xanchor": "left",
+            "y": -0.12,
+            "yanchor": "top",
+        },
     )
     return fig
 
@@ -257,22 +384,246 @@ def training_curve_figure(results: dict, *, methods: list[str] | None = None) ->
         title={"text": f"Training loss<br><sup>{_subtitle(results)}</sup>"},
         xaxis={"title": {"text": "training step"}},
         yaxis={"title": {"text": "training loss (nats per byte)"}},
-        template="plotly_white", margin={"t": 90},
+        template="plotly_white",
+        margin={"t": 90},
     )
     return fig
 
 
-def write_figures(results: dict, out_dir: str | os.PathLike, *, include_plotlyjs: str | bool = "cdn") -> list[Path]:
+def _length_label(length: int, train_len: int) -> str:
+    return f"{length} ({length // train_len}×)" if length % train_len == 0 else str(length)
+
+
+def _bar(names: list[str], values: list, texts: list[str], hover: list[str], **kw: object) -> go.Bar:
+    return go.Bar(
+        y=[_label(n) for n in names],
+        x=[0.0 if v is None else v for v in values],
+        orientation="h",
+        marker_color=[_color(n) for n in names],
+        text=texts,
+        textposition="outside",
+        cliponaxis=False,
+        hovertext=hover,
+        hoverinfo="text",
+        showlegend=False,
+        **kw,
+    )
+
+
+def _method_axes(names: list[str]) -> dict:
+    """Two y axes listing the methods top to bottom in ``names`` order (a fixed category array, so
+    slider updates never reorder them)."""
+    order = {"categoryorder": "array", "categoryarray": [_label(n) for n in reversed(names)]}
+    return {
+        "yaxis": {**order, "automargin": True, "title": {"text": "position method"}},
+        "yaxis2": {**order, "anchor": "x2", "showticklabels": False},
+    }
+
+
+def perplexity_at_length_figure(results: dict, *, methods: list[str] | None = None) -> go.Figure:
+    r"""Perplexity per method at one evaluation length, with a slider over the lengths.
+
+    Left: mean held-out perplexity over seeds (bars: min–max); right: the same relative to the
+    training length, :math:`\rho_L = \overline{\text{ppl}}_L / \overline{\text{ppl}}_{L_{\text{train}}}`
+    (:func:`posviz.lab.perplexity_ratio`; 1 = no change). Both axes are fixed across the
+    slider so the bars can be compared from one length to the next. A method that cannot run at a
+    length shows an empty bar labelled "cannot run".
+    """
+    validate_results(results)
+    lengths, train_len = results["eval_lengths"], results["train_len"]
+    names = [m for m in (methods or results["method_order"]) if m in results["methods"]]
+    ratios = perplexity_ratio(results)
+    aggs = {n: results["methods"][n]["aggregate"]["perplexity"] for n in names}
+    top = max(v for n in names for v in aggs[n]["max"] if v is not None)
+    top_ratio = max(v for n in names for v in ratios[n] if v is not None)
+
+    def state(i: int) -> list:
+        mean = [aggs[n]["mean"][i] for n in names]
+        up = [None if m is None else aggs[n]["max"][i] - m for n, m in zip(names, mean)]
+        down = [None if m is None else m - aggs[n]["min"][i] for n, m in zip(names, mean)]
+        rho = [ratios[n][i] for n in names]
+        hover = [
+            f"{_label(n)}<br>L = {lengths[i]}: cannot run"
+            if m is None
+            else f"{_label(n)}<br>L = {lengths[i]}: perplexity {m:.3f}<br>min {aggs[n]['min'][i]:.3f}, "
+            f"max {aggs[n]['max'][i]:.3f} over {aggs[n]['n'][i]} seeds"
+            for n, m in zip(names, mean)
+        ]
+        hover_r = [
+            f"{_label(n)}: cannot run at L = {lengths[i]}"
+            if r is None
+            else f"{_label(n)}<br>ppl at L = {lengths[i]} / ppl at L = {train_len}: {r:.3f}"
+            for n, r in zip(names, rho)
+        ]
+        return [
+            _bar(
+                names,
+                mean,
+                ["cannot run" if m is None else f"{m:.2f}" for m in mean],
+                hover,
+                error_x={"type": "data", "array": up, "arrayminus": down, "thickness": 1, "color": "#444"},
+                xaxis="x",
+                yaxis="y",
+            ),
+            _bar(
+                names, rho, ["cannot run" if r is None else f"{r:.2f}×" for r in rho], hover_r, xaxis="x2", yaxis="y2"
+            ),
+        ]
+
+    steps = [
+        (_length_label(n, train_len), state(i), {"title.text": _at_length_title(results, n)})
+        for i, n in enumerate(lengths)
+    ]
+    layout = {
+        "template": "plotly_white",
+        "height": 500,
+        "margin": {"t": 90, "l": 10, "r": 30},
+        "xaxis": {
+            "domain": [0, 0.46],
+            "range": [0, top * 1.25],
+            "title": {"text": "perplexity (mean; bars min–max over seeds)"},
+        },
+        "xaxis2": {
+            "domain": [0.54, 1.0],
+            "range": [0, top_ratio * 1.25],
+            "anchor": "y2",
+            "title": {"text": f"relative to L = {train_len} (1 = no change)"},
+        },
+        **_method_axes(names),
+        "shapes": [
+            {
+                "type": "line",
+                "xref": "x2",
+                "yref": "paper",
+                "x0": 1,
+                "x1": 1,
+                "y0": 0,
+                "y1": 1,
+                "line": {"dash": "dot", "color": "#555", "width": 1},
+            }
+        ],
+    }
+    fig = slider_figure(steps, slider_label="evaluation length L (bytes)", layout=layout)
+    fig.layout.sliders[0].pad.t = 65  # below the axis titles
+    return fig
+
+
+def _at_length_title(results: dict, length: int) -> str:
+    return (
+        f"Perplexity at L = {_length_label(length, results['train_len'])} bytes, trained at "
+        f"{results['train_len']}<br><sup>{_subtitle(results)}</sup>"
+    )
+
+
+def inference_at_length_figure(
+    results: dict, *, methods: list[str] | None = None, clock: Literal["auto", "cpu", "wall"] = "auto"
+) -> go.Figure:
+    """Inference cost per method at one evaluation length, with a slider over the lengths.
+
+    Left: inference throughput (tokens per CPU second, or per wall-clock second with
+    ``clock="wall"``; ``"auto"``: CPU time on a CPU run), mean over seeds of the median batch;
+    right: peak extra memory of one no-grad batch (tensor MiB). Each step rescales both axes to
+    its own length (throughput falls and memory grows with L); the bar labels carry the values.
+    """
+    validate_results(results)
+    lengths, train_len = results["eval_lengths"], results["train_len"]
+    names = [m for m in (methods or results["method_order"]) if m in results["methods"]]
+    if clock == "auto":
+        clock = "cpu" if str(results["machine"].get("device", "cpu")).startswith("cpu") else "wall"
+    if clock not in ("cpu", "wall"):
+        raise ValueError(f"clock must be 'auto', 'cpu' or 'wall', got {clock!r}")
+    key, unit = (
+        ("inference_tokens_per_cpu_s", "tokens / CPU s") if clock == "cpu" else ("inference_tokens_per_s", "tokens / s")
+    )
+    mib = 2.0**20
+    speed = {n: results["methods"][n]["aggregate"][key]["mean"] for n in names}
+    memory = {
+        n: [None if b is None else b / mib for b in results["methods"][n]["memory"]["inference_peak_bytes"]]
+        for n in names
+    }
+    tokens = results["config"].get("eval_tokens_per_batch")
+
+    def state(i: int) -> tuple[list, dict]:
+        sp = [speed[n][i] for n in names]
+        mem = [memory[n][i] for n in names]
+        ref_sp, ref_mem = speed.get("none", [None] * len(lengths))[i], memory.get("none", [None] * len(lengths))[i]
+
+        def rel(v: float | None, ref: float | None) -> str:
+            return "" if v is None or not ref else f"<br>{v / ref:.2f}× NoPE"
+
+        traces = [
+            _bar(
+                names,
+                sp,
+                ["cannot run" if v is None else f"{v:,.0f}" for v in sp],
+                [
+                    f"{_label(n)}, L = {lengths[i]}: "
+                    + ("cannot run" if v is None else f"{v:,.0f} {unit}")
+                    + rel(v, ref_sp)
+                    for n, v in zip(names, sp)
+                ],
+                xaxis="x",
+                yaxis="y",
+            ),
+            _bar(
+                names,
+                mem,
+                ["cannot run" if v is None else f"{v:.1f}" for v in mem],
+                [
+                    f"{_label(n)}, L = {lengths[i]}: "
+                    + ("cannot run" if v is None else f"{v:.1f} MiB")
+                    + rel(v, ref_mem)
+                    for n, v in zip(names, mem)
+                ],
+                xaxis="x2",
+                yaxis="y2",
+            ),
+        ]
+        top_sp = max((v for v in sp if v is not None), default=1.0)
+        top_mem = max((v for v in mem if v is not None), default=1.0)
+        layout = {
+            "xaxis.range": [0, top_sp * 1.3],
+            "xaxis2.range": [0, top_mem * 1.3],
+            "title.text": f"Inference cost at L = {_length_label(lengths[i], train_len)} bytes "
+            f"({_threads(results)}, batches of {tokens} tokens)<br><sup>{_subtitle(results)}</sup>",
+        }
+        return traces, layout
+
+    steps = []
+    for i, n in enumerate(lengths):
+        traces, layout_update = state(i)
+        steps.append((_length_label(n, train_len), traces, layout_update))
+    layout = {
+        "template": "plotly_white",
+        "height": 500,
+        "margin": {"t": 90, "l": 10, "r": 30},
+        "xaxis": {"domain": [0, 0.46], "title": {"text": f"throughput ({unit}, no grad)"}},
+        "xaxis2": {
+            "domain": [0.54, 1.0],
+            "anchor": "y2",
+            "title": {"text": "peak memory of one batch (MiB)"},
+        },
+        **_method_axes(names),
+    }
+    fig = slider_figure(steps, slider_label="evaluation length L (bytes)", layout=layout)
+    fig.layout.sliders[0].pad.t = 65  # below the axis titles
+    return fig
+
+
+def write_figures(results: dict, out_dir: str | os.PathLike, *, include_plotlyjs: str | bool = True) -> list[Path]:
     """Write ``perplexity.html``, ``cost.html`` and ``training.html`` into ``out_dir``.
 
-    ``include_plotlyjs="cdn"`` keeps each file small (the page loads plotly.js from the CDN);
-    pass ``True`` for self-contained offline files (about 4.7 MB each).
+    The default, ``include_plotlyjs=True``, embeds plotly.js: each file opens offline but weighs
+    about 4.7 MB. ``"cdn"`` (an explicit opt-in) makes small files that load plotly.js from a CDN.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for stem, fig in (("perplexity", perplexity_figure(results)), ("cost", cost_figure(results)),
-                      ("training", training_curve_figure(results))):
+    for stem, fig in (
+        ("perplexity", perplexity_figure(results)),
+        ("cost", cost_figure(results)),
+        ("training", training_curve_figure(results)),
+    ):
         path = out / f"{stem}.html"
         fig.write_html(path, include_plotlyjs=include_plotlyjs, full_html=True)
         paths.append(path)

@@ -79,8 +79,11 @@ def peak_bytes(fn: Callable[[], object], device: torch.device) -> int:
             prof.stop()
     try:  # the raw allocation events, in time order
         raw = prof.profiler.kineto_results.events()  # type: ignore[union-attr]
-        changes = [(e.start_ns(), e.nbytes()) for e in raw
-                   if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU]
+        changes = [
+            (e.start_ns(), e.nbytes())
+            for e in raw
+            if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU
+        ]
     except AttributeError:  # pragma: no cover - other torch versions: the public FunctionEvent list
         changes = [(e.time_range.start, e.cpu_memory_usage) for e in prof.events() if e.name == "[memory]"]
     changes.sort(key=lambda c: c[0])  # stable: events recorded at the same instant keep their order
@@ -116,8 +119,12 @@ def training_memory(model: GPT, cfg: TrainConfig, tokens: torch.Tensor, seed: in
         if isinstance(t, torch.Tensor) and t.dim() > 0  # exp_avg, exp_avg_sq (not the scalar step)
     )
     model.eval()
-    return {"param_bytes": params, "optimizer_state_bytes": state, "step_peak_bytes": step,
-            "total_bytes": params + state + step}
+    return {
+        "param_bytes": params,
+        "optimizer_state_bytes": state,
+        "step_peak_bytes": step,
+        "total_bytes": params + state + step,
+    }
 
 
 @torch.no_grad()

@@ -18,11 +18,16 @@ from pathlib import Path
 import torch
 
 __all__ = [
+    "PUBLISHED",
     "SCHEMA",
     "SCHEMA_VERSION",
+    "cost_table",
     "format_tables",
+    "load_published",
     "load_results",
     "machine_info",
+    "perplexity_ratio",
+    "perplexity_table",
     "save_results",
     "summarize",
     "summarize_lists",
@@ -31,6 +36,9 @@ __all__ = [
 
 SCHEMA = "posviz.lab/extrapolation"
 SCHEMA_VERSION = 1
+PUBLISHED = Path(__file__).resolve().parent / "published" / "extrapolation.json"
+"""The committed full run, shipped inside the package (so an installed ``posviz``, on Colab say,
+has it); ``python -m posviz.lab --threads 1 --publish`` rewrites it."""
 
 
 def summarize(values: Sequence[float]) -> dict[str, float | int | None]:
@@ -164,6 +172,99 @@ def load_results(path: str | os.PathLike) -> dict:
     return results
 
 
+def load_published() -> dict:
+    """The committed full run (``PUBLISHED``), read and validated: what the book's chapter draws."""
+    return load_results(PUBLISHED)
+
+
+def perplexity_ratio(results: dict) -> dict[str, list[float | None]]:
+    r"""Per method, the mean perplexity at each length relative to the training length,
+
+    .. math::
+
+        \rho_L = \frac{\overline{\text{ppl}}_L}{\overline{\text{ppl}}_{L_{\text{train}}}},
+
+    means over seeds; ``None`` where the method cannot run (or has no value at the training length).
+    :math:`\rho_L > 1`: worse with the longer input; :math:`\rho_L < 1`: the extra context helps.
+    """
+    validate_results(results)
+    lengths = results["eval_lengths"]
+    if results["train_len"] not in lengths:
+        raise ValueError(f"results have no evaluation at the training length {results['train_len']}: {lengths}")
+    at = lengths.index(results["train_len"])
+    out: dict[str, list[float | None]] = {}
+    for name in results["method_order"]:
+        mean = results["methods"][name]["aggregate"]["perplexity"]["mean"]
+        base = mean[at]
+        out[name] = [None if v is None or base is None else v / base for v in mean]
+    return out
+
+
+def _multiple(length: int, train_len: int) -> str:
+    return f" ({length // train_len}×)" if length % train_len == 0 else ""
+
+
+def perplexity_table(results: dict, *, spread: bool = True) -> str:
+    """Markdown table, method × evaluation length: mean ± sample std over seeds (with ``spread``, the
+    [min–max] too); "cannot run" where a method has no value (never a number)."""
+    validate_results(results)
+    lengths, train_len = results["eval_lengths"], results["train_len"]
+    lines = [
+        "| method | " + " | ".join(f"L = {x}{_multiple(x, train_len)}" for x in lengths) + " |",
+        "|---" + "|--:" * len(lengths) + "|",
+    ]
+    for name in results["method_order"]:
+        agg = results["methods"][name]["aggregate"]["perplexity"]
+        cells = []
+        for i in range(len(lengths)):
+            if agg["mean"][i] is None:
+                cells.append("cannot run")
+                continue
+            cell = _fmt(agg["mean"][i]) + (f" ± {_fmt(agg['std'][i])}" if agg["std"][i] is not None else "")
+            if spread:
+                cell += f" [{_fmt(agg['min'][i])}–{_fmt(agg['max'][i])}]"
+            cells.append(cell)
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def cost_table(results: dict, *, clock: str = "cpu", length: int | None = None) -> str:
+    """Markdown table of costs per method: parameters, training throughput (mean ± std over seeds of
+    the median step), peak training memory (tensor MiB), and inference throughput and peak inference
+    memory (one batch) at evaluation ``length`` (default: the longest). ``clock``: ``"cpu"`` (tokens
+    per CPU second) or ``"wall"`` (tokens per wall-clock second)."""
+    validate_results(results)
+    if clock not in ("cpu", "wall"):
+        raise ValueError(f"clock must be 'cpu' or 'wall', got {clock!r}")
+    suffix, unit = ("_cpu_s", "tokens/CPU-s") if clock == "cpu" else ("_s", "tokens/s")
+    lengths = results["eval_lengths"]
+    if length is None:
+        length = max(lengths)
+    if length not in lengths:
+        raise ValueError(f"length must be one of the evaluation lengths {lengths}, got {length!r}")
+    ends = [lengths.index(length)]
+    mib = 2.0**20
+    head = ["method", "params", f"train {unit}", "train MiB"]
+    head += [f"inference {unit}, L = {lengths[i]}" for i in ends] + [f"inference MiB, L = {lengths[i]}" for i in ends]
+    lines = ["| " + " | ".join(head) + " |", "|---" + "|--:" * (len(head) - 1) + "|"]
+    for name in results["method_order"]:
+        m = results["methods"][name]
+        agg = m["aggregate"]
+        if m["trained_as"] == name:
+            t = agg["train_tokens_per" + suffix]
+            train = f"{t['mean']:,.0f}" + (f" ± {t['std']:,.0f}" if t.get("std") is not None else "")
+            memory = f"{m['memory']['train']['total_bytes'] / mib:.1f}"
+        else:
+            train, memory = f"(evaluation of {m['trained_as']})", "–"
+        infer = agg["inference_tokens_per" + suffix]["mean"]
+        cells = [name, f"{m['params']:,}", train, memory]
+        cells += ["cannot run" if infer[i] is None else f"{infer[i]:,.0f}" for i in ends]
+        peak = m["memory"]["inference_peak_bytes"]
+        cells += ["–" if peak[i] is None else f"{peak[i] / mib:.1f}" for i in ends]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def _fmt(v: float | None, digits: int = 2) -> str:
     if v is None:
         return "-"
@@ -187,11 +288,18 @@ def format_tables(results: dict) -> str:
                 cells.append("cannot run")
                 continue
             std = agg["std"][i]
-            cells.append(f"{_fmt(mean)}" + (f" ± {_fmt(std)}" if std is not None else "")
-                         + f" [{_fmt(agg['min'][i])}–{_fmt(agg['max'][i])}]")
+            cells.append(
+                f"{_fmt(mean)}"
+                + (f" ± {_fmt(std)}" if std is not None else "")
+                + f" [{_fmt(agg['min'][i])}–{_fmt(agg['max'][i])}]"
+            )
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines += ["", "Training cost: throughput from the median step (mean ± std over seeds), per wall-clock second and "
-              "per CPU second (all threads); peak memory = params + AdamW state + one step's peak (tensor bytes)", ""]
+    lines += [
+        "",
+        "Training cost: throughput from the median step (mean ± std over seeds), per wall-clock second and "
+        "per CPU second (all threads); peak memory = params + AdamW state + one step's peak (tensor bytes)",
+        "",
+    ]
     lines.append("| method | params | train tokens/s (wall) | train tokens/CPU-s | train memory MiB |")
     lines.append("|---" * 5 + "|")
 
@@ -203,14 +311,27 @@ def format_tables(results: dict) -> str:
         if m["trained_as"] != name:
             continue
         mem = m["memory"]["train"]
-        lines.append(f"| {name} | {m['params']} | {pm(m['aggregate']['train_tokens_per_s'])} | "
-                     f"{pm(m['aggregate']['train_tokens_per_cpu_s'])} | {mem['total_bytes'] / 2**20:.1f} |")
-    for key, what in (("inference_tokens_per_cpu_s", "tokens per CPU second"),
-                      ("inference_tokens_per_s", "tokens per wall-clock second")):
-        lines += ["", f"Inference throughput ({what}, median batch, mean over seeds) and peak inference memory "
-                  "(MiB, one batch) at each length", ""]
-        lines.append("| method | " + " | ".join(f"L={x}" for x in lengths) + " | " +
-                     " | ".join(f"MiB L={x}" for x in lengths) + " |")
+        lines.append(
+            f"| {name} | {m['params']} | {pm(m['aggregate']['train_tokens_per_s'])} | "
+            f"{pm(m['aggregate']['train_tokens_per_cpu_s'])} | {mem['total_bytes'] / 2**20:.1f} |"
+        )
+    for key, what in (
+        ("inference_tokens_per_cpu_s", "tokens per CPU second"),
+        ("inference_tokens_per_s", "tokens per wall-clock second"),
+    ):
+        lines += [
+            "",
+            f"Inference throughput ({what}, median batch, mean over seeds) and peak inference memory "
+            "(MiB, one batch) at each length",
+            "",
+        ]
+        lines.append(
+            "| method | "
+            + " | ".join(f"L={x}" for x in lengths)
+            + " | "
+            + " | ".join(f"MiB L={x}" for x in lengths)
+            + " |"
+        )
         lines.append("|---" * (1 + 2 * len(lengths)) + "|")
         for name in results["method_order"]:
             m = results["methods"][name]
