@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 import torch
 from plotly.basedatatypes import BaseFigure
 
-__all__ = ["Explorer", "Update", "explorer"]
+__all__ = ["Explorer", "Update", "explorer", "one_thread"]
 
 Update = BaseFigure | Sequence[Mapping[str, Any]]
 """What an update function returns: a figure with as many traces as the explorer's figure
@@ -54,7 +54,7 @@ def _apply(target: BaseFigure, traces: list[dict[str, Any]], layout: dict[str, A
 
 
 @contextmanager
-def _one_thread() -> Iterator[None]:
+def one_thread() -> Iterator[None]:
     """Explorer updates are small: one torch thread answers faster than several, and far faster
     when other processes compete for the cores (thread hand-offs then cost tens of ms)."""
     threads = torch.get_num_threads()
@@ -97,7 +97,7 @@ class Explorer(widgets.VBox):
     def refresh(self, _change: object = None) -> bool:
         """Recompute the figure from the controls; ``False`` (and a message) if that failed."""
         try:
-            with _one_thread():
+            with one_thread():
                 result = self.update(**{name: control.value for name, control in self.controls.items()})
             traces, layout = _validated(self.figure, result)  # the widget changes only if this passes
         except Exception as err:  # a callback must never raise

@@ -12,8 +12,7 @@ any base (:func:`posviz.sinusoidal_encoding`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 
 import ipywidgets as widgets
 import numpy as np
@@ -23,13 +22,12 @@ import torch
 
 from ..absolute import sinusoidal_encoding
 from ..learned import TrainConfig, TrainingRun, cosine_similarity_matrix, train_grid
-from . import Explorer, explorer
+from . import Explorer, explorer, one_thread
 
 __all__ = ["learned_explorer"]
 
 _CPU = torch.device("cpu")
-# Plotly's default look without its per-trace-type defaults: the explorer copies its figure on
-# every update (a dry run), and copying the full default template costs about 20 ms.
+# Plotly's default look without its per-trace-type defaults (a smaller widget state).
 _GRID = {"gridcolor": "white", "zerolinecolor": "white", "linecolor": "white"}
 _TEMPLATE = go.layout.Template(
     layout={
@@ -41,17 +39,6 @@ _TEMPLATE = go.layout.Template(
     }
 )
 _DOMAINS = ([0.0, 0.25], [0.4, 0.66], [0.74, 1.0])
-
-
-@contextmanager
-def _one_thread() -> Iterator[None]:
-    """Tiny tensors: one thread is faster than handing work to a pool on busy cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _figure() -> go.Figure:
@@ -174,7 +161,7 @@ def learned_explorer(
     def update(max_len: int, dim: int, seed: int, step: int, length: int, base: float) -> list[dict]:
         run = grid[(max_len, dim, seed)]
         index = steps.index(step)
-        with _one_thread(), torch.no_grad():
+        with one_thread(), torch.no_grad():
             table = embeddings[(max_len, dim, seed)][index](length)  # [length, d]; IndexError past max_len
             learned = cosine_similarity_matrix(table)  # [length, length]
             sinusoidal = cosine_similarity_matrix(sinusoidal_encoding(length, dim, base, device=_CPU))

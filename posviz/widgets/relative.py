@@ -48,8 +48,8 @@ def _figure() -> go.FigureWidget:
     fig.update_yaxes(autorange="reversed", title_text="query position m", col=1)
     fig.update_yaxes(autorange="reversed", col=2)
     fig.update_xaxes(title_text="key position n")
-    # The default template's layout only: the explorer copies the figure on every update, and the
-    # template's per-trace-type defaults (unused here) are most of what a copy costs.
+    # The default template's layout only: its per-trace-type defaults (unused here) would only
+    # enlarge the widget's state.
     template = go.layout.Template(layout=pio.templates["plotly"].layout)
     fig.update_layout(height=460, width=900, margin={"t": 60, "b": 50}, template=template)
     return go.FigureWidget(fig)

@@ -8,9 +8,6 @@ similarity :func:`posviz.sinusoidal_offset_similarity` (divided by :math:`d/2`) 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import ipywidgets as widgets
 import numpy as np
 import plotly.graph_objects as go
@@ -19,14 +16,13 @@ import torch
 from plotly.subplots import make_subplots
 
 from ..absolute import sinusoidal_encoding, sinusoidal_offset_similarity
-from . import Explorer, explorer
+from . import Explorer, explorer, one_thread
 
 __all__ = ["sinusoidal_explorer"]
 
 _CPU = torch.device("cpu")
 
-# The look of plotly's default template without its per-trace-type defaults: the explorer copies
-# its figure on every update (a dry run), and copying the full template costs ~20 ms.
+# The look of plotly's default template without its per-trace-type defaults (a smaller widget state).
 _GRID = {"gridcolor": "white", "zerolinecolor": "white", "linecolor": "white"}
 _TEMPLATE = go.layout.Template(
     layout={
@@ -39,26 +35,11 @@ _TEMPLATE = go.layout.Template(
 )
 
 
-@contextmanager
-def _one_thread() -> Iterator[None]:
-    """Run torch single-threaded: these tensors are tiny, and on busy cores the thread pool's
-    hand-offs cost far more than the arithmetic (measured: ~90 ms instead of ~0.2 ms)."""
-    threads = torch.get_num_threads()
-    if threads == 1:
-        yield
-        return
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 def _state(dim: int, base: float, length: int, offset: int) -> list[dict]:
     """Trace properties for one setting: heatmap, similarity curve, the two marked offsets."""
     reach = max(length - 1, abs(int(offset)), 1)
     k = torch.arange(-reach, reach + 1, dtype=torch.float64)
-    with _one_thread():
+    with one_thread():
         pe = sinusoidal_encoding(length, dim, base, device=_CPU).numpy()
         sim = (sinusoidal_offset_similarity(k, dim, base) / (dim / 2)).numpy()
     marked = np.array([-abs(int(offset)), abs(int(offset))])
