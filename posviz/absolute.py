@@ -112,8 +112,11 @@ def sinusoidal_offset_similarity(
     """
     if not isinstance(offsets, torch.Tensor):
         raise TypeError(f"offsets must be a torch.Tensor, got {type(offsets).__name__}")
+    if offsets.is_complex() or offsets.dtype == torch.bool:
+        raise TypeError(f"offsets must be a real (integer or floating) tensor, got {offsets.dtype}")
     dtype = offsets.dtype if offsets.is_floating_point() else torch.float32
     theta = rope_frequencies(dim, base, device=offsets.device, dtype=table_dtype(offsets.device))
+    check_fits_in_memory("offset-similarity table", (offsets.numel(), theta.numel()), theta.dtype, offsets.device)
     k = offsets.to(theta.dtype)
     return torch.cos(k[..., None] * theta).sum(-1).to(dtype)
 

@@ -203,3 +203,14 @@ def test_binary_counter_smooth_dtypes():
 def test_binary_counter_bad_input(args, kwargs, err, msg):
     with pytest.raises(err, match=msg):
         posviz.absolute.binary_counter_waves(*args, **kwargs)
+
+
+def test_offset_similarity_bad_input():
+    with pytest.raises(TypeError, match="offsets must be a torch.Tensor"):
+        posviz.sinusoidal_offset_similarity([1, 2], 8)
+    with pytest.raises(TypeError, match="offsets must be a real"):
+        posviz.sinusoidal_offset_similarity(torch.tensor([True]), 8)
+    with pytest.raises(ValueError, match="dim must be a positive even integer"):
+        posviz.sinusoidal_offset_similarity(torch.arange(3), 7)
+    with pytest.raises(ValueError, match="base must be a finite number > 0"):
+        posviz.sinusoidal_offset_similarity(torch.arange(3), 8, base=-1.0)
