@@ -7,7 +7,8 @@ Both methods use the same geometric sequence of angular frequencies
 
     \theta_i = \text{base}^{-2i/d}, \qquad i = 0, 1, \dots, d/2 - 1 .
 
-The papers count :math:`i` from 1 and write :math:`10000^{-2(i-1)/d}`; the code counts from 0.
+RoFormer counts :math:`i` from 1 and writes :math:`10000^{-2(i-1)/d}`; Vaswani et al. count from 0,
+as the code does.
 Pair :math:`i` has wavelength :math:`2\pi / \theta_i`, from :math:`2\pi` (``i = 0``) to almost
 :math:`2\pi \cdot \text{base}` (``i = d/2 - 1``).
 

@@ -196,7 +196,7 @@ def attention_explorer(
             widgets.FloatLogSlider, temperature, "temperature T", base=10, min=-1.3, max=1.3, step=0.05
         ),
         "method": slider(widgets.Dropdown, method, "position", options=[(v, k) for k, v in METHOD_LABELS.items()]),
-        "base": slider(widgets.FloatLogSlider, base, "θ base", base=10, min=0, max=6, step=0.1),
+        "base": slider(widgets.FloatLogSlider, base, "base", base=10, min=0, max=6, step=0.1),
         "slope": slider(widgets.FloatLogSlider, slope, "ALiBi slope", base=2, min=-8, max=1, step=0.5),
     }
     first = _figure({name: control.value for name, control in controls.items()})
