@@ -9,36 +9,55 @@ trained ``rope`` model), are trained on the Python documentation shipped with CP
 and inference throughput measured in the same run. Every position method calls the posviz
 function its chapter teaches, and attention is :func:`posviz.attention` with ``causal=True``.
 
+The protocol (:mod:`posviz.lab.experiment`): the topics are split into train, validation and
+held-out text with no 64-byte string in common (:mod:`posviz.lab.data`); with one seed every
+method starts from the same token embedding and blocks and sees the same batches
+(:class:`posviz.lab.model.GPT`); the position parameters (learned table, T5 buckets, Shaw
+vectors) train in their own parameter group, whose learning-rate multiplier is chosen per method
+on the validation loss at the training length (:mod:`posviz.lab.train`); and each method's
+per-seed perplexity is compared with the baseline's (``none``) of the same seed.
+
 Run it::
 
     python -m posviz.lab --quick                  # about 2 minutes on 2 CPU cores
-    python -m posviz.lab --threads 1 --publish    # full: 3 seeds, d=128, 3 layers, 400 steps
+    python -m posviz.lab --threads 1 --publish    # full: 3 seeds, d=128, 3 layers, 400 steps, lr search
 
 The full run the book shows ships inside the package (``posviz/lab/published/extrapolation.json``):
-:func:`load_published` reads it, ``--publish`` rewrites it (see ``posviz.lab.cli``).
+:func:`load_published` reads it, ``--publish`` rewrites it (see ``posviz.lab.cli``; it refuses
+any configuration but the full one).
 
-Modules: ``posviz.lab.data`` (corpus, splits, windows), ``posviz.lab.model`` (the
+Modules: ``posviz.lab.data`` (corpus, splits, overlap, windows), ``posviz.lab.model`` (the
 model and the position plug-ins), ``posviz.lab.train``, ``posviz.lab.evaluate``,
-``posviz.lab.memory``, ``posviz.lab.experiment`` (presets and the loop),
-``posviz.lab.results`` (aggregation, schema, I/O), ``posviz.lab.figures`` (Plotly),
-``posviz.lab.cli``.
+``posviz.lab.memory``, ``posviz.lab.experiment`` (presets, protocol and the loop),
+``posviz.lab.results`` (aggregation, paired differences, schema, I/O), ``posviz.lab.figures``
+(Plotly), ``posviz.lab.cli``.
 
-Results JSON (``OUT/results.json``, or the published copy), schema ``"posviz.lab/extrapolation"`` version 1. Lists
+Results JSON (``OUT/results.json``, or the published copy), schema ``"posviz.lab/extrapolation"`` version 2. Lists
 indexed "per length" are aligned with ``eval_lengths``. Perplexity is :math:`\exp` of the mean
 cross-entropy (nats) over all scored tokens; a length a method cannot run is ``null`` with the
 reason in ``cannot_run`` (never a number)::
 
     {
-      "schema": "posviz.lab/extrapolation", "schema_version": 1,
+      "schema": "posviz.lab/extrapolation", "schema_version": 2,
       "created_utc": str, "command": [str], "wall_seconds": float, "load_average_at_end": [float] | null,
       "config": {                      # LabConfig.to_dict()
         "methods": [str], "seeds": [int], "train_len": int, "eval_multipliers": [int],
         "eval_lengths": [int], "model": {GPTConfig fields but method}, "train": {TrainConfig fields},
-        "eval_tokens_per_batch": int, "eval_max_tokens": int | null, "device": str,
+        "eval_tokens_per_batch": int, "eval_max_tokens": int | null, "validation_max_tokens": int | null,
+        "position_lr_grid": [float], "baseline": str, "device": str,
         "mode": "full" | "quick", "checkpoint_dir": str | null},
-      "data": {"source", "python" (sys.version), "tokenization", "n_chars", "n_tokens", "train_fraction",
-               "n_train_tokens", "n_heldout_tokens", "eval_scored_tokens",
-               "sha256": {"text", "train", "heldout"}},        # hex SHA-256 of the UTF-8 bytes
+      "data": {"source", "python" (sys.version), "tokenization", "n_chars", "n_tokens",
+               "heldout_fraction", "validation_fraction",
+               "topics": {"train" | "validation" | "heldout": [str]},
+               "n_train_tokens", "n_validation_tokens", "n_heldout_tokens",
+               "eval_scored_tokens", "validation_scored_tokens",
+               "overlap": {"n": 64, "what": str,
+                           "heldout_ngrams_in_train_text": float,  # held-out 64-byte strings in the train text
+                           "train_bytes_tainted", "validation_bytes_tainted": float,  # left out of train / val
+                           "training_windows_with_heldout_ngram": 0.0,
+                           "validation_windows", "validation_windows_dropped": int,
+                           "validation_ngrams_in_heldout": 0.0},      # measured on the scored windows
+               "sha256": {"text", "train", "validation", "heldout"}},  # hex SHA-256 of the UTF-8 bytes
       "machine": {"platform", "python", "cpu", "cpu_count", "cpus_usable", "torch", "torch_threads",
                   "device", "gpu", "load_average_at_start"},
       "train_len": int, "eval_lengths": [int],
@@ -50,6 +69,9 @@ reason in ``cannot_run`` (never a number)::
           "rope_scaling": "pi" | "ntk" | null,
           "params": int,
           "max_length": int | null,    # learned: rows in the table
+          "position_lr_mult": float | null,   # chosen multiplier (null: no position parameters)
+          "lr_search": [{"position_lr_mult", "seed", "validation_loss", "final_train_loss",
+                         "perplexity": [float | null per length]}],   # every grid point, first seed
           "memory": {"what": str,      # what is measured (tensor bytes, not RSS)
                      "train": {"param_bytes", "optimizer_state_bytes", "step_peak_bytes", "total_bytes"} | null,
                      "inference_peak_bytes": [int | null per length]},
@@ -60,29 +82,38 @@ reason in ``cannot_run`` (never a number)::
             "inference_tokens_per_cpu_s": [float | null per length],  # per CPU second (process_time)
             "cannot_run": [str | null per length],
             # trained methods only:
+            "position_lr_mult": float | null, "validation_loss": float,
             "final_train_loss": float, "train_seconds": float,
             "train_tokens_per_s": float,        # B*T / median step time
             "train_tokens_per_s_mean": float,   # B*T*steps / total step time
             "train_tokens_per_cpu_s": float,    # B*T / median CPU time per step (all threads)
-            "loss_curve": {"step": [int], "loss": [float]}}],
+            "loss_curve": {"step": [int], "loss": [float], "lr": [float], "grad_norm": [float]}}],
           "aggregate": {               # over seeds
             "perplexity" | "loss" | "inference_tokens_per_s" | "inference_tokens_per_cpu_s":
                 {"mean", "std", "min", "max": [float | null per length], "n": [int per length]},
             # trained methods only, each {"mean", "std", "min", "max", "n"}:
             "final_train_loss", "train_tokens_per_s", "train_tokens_per_s_mean", "train_tokens_per_cpu_s",
-            "train_seconds"}}}
+            "train_seconds", "validation_loss"}}},
+      "paired": {"baseline": str, "key": "perplexity",     # null when the baseline was not run
+                 "methods": {NAME: {"diff": [[float per seed] | null per length],   # NAME minus baseline, same seed
+                                    "mean", "std", "min", "max": [float | null per length],
+                                    "inside_spread": [bool | null per length]}}}
     }
 
-``std`` is the sample standard deviation (n - 1), ``null`` with one seed. Read a file with
+``std`` is the sample standard deviation (n - 1), ``null`` with one seed. A paired difference is
+*inside the seed spread* when the per-seed differences do not all have the same sign or their
+mean is no larger than their standard deviation (:func:`inside_spread`). Read a file with
 ``load_results`` (it validates) or :func:`load_published`; tabulate it with
-:func:`perplexity_table` and :func:`cost_table`; draw it with :func:`perplexity_figure`,
-:func:`perplexity_at_length_figure`, :func:`cost_figure` and :func:`inference_at_length_figure`.
+:func:`perplexity_table`, :func:`paired_table` and :func:`cost_table`; draw it with
+:func:`perplexity_figure`, :func:`paired_difference_figure`, :func:`perplexity_at_length_figure`,
+:func:`cost_figure` and :func:`inference_at_length_figure`.
 """
 
 from .experiment import LabConfig, full_config, quick_config, run_experiment
 from .figures import (
     cost_figure,
     inference_at_length_figure,
+    paired_difference_figure,
     perplexity_at_length_figure,
     perplexity_figure,
     training_curve_figure,
@@ -93,8 +124,11 @@ from .results import (
     PUBLISHED,
     cost_table,
     format_tables,
+    inside_spread,
     load_published,
     load_results,
+    paired_differences,
+    paired_table,
     perplexity_ratio,
     perplexity_table,
     save_results,
@@ -114,8 +148,12 @@ __all__ = [
     "format_tables",
     "full_config",
     "inference_at_length_figure",
+    "inside_spread",
     "load_published",
     "load_results",
+    "paired_difference_figure",
+    "paired_differences",
+    "paired_table",
     "perplexity_at_length_figure",
     "perplexity_figure",
     "perplexity_ratio",

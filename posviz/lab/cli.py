@@ -3,11 +3,13 @@
 Examples::
 
     python -m posviz.lab --quick                  # ~2 minutes on 2 CPU cores -> results/extrapolation-quick/
-    python -m posviz.lab --threads 1 --publish    # the full run the book shows (~22 minutes on 1 thread)
+    python -m posviz.lab --threads 1 --publish    # the full run the book shows (~35 minutes on 1 thread)
     python -m posviz.lab --methods rope alibi --seeds 0 1 --train-len 32 --out /tmp/lab
     python -m posviz.lab --replot --out /tmp/lab  # redraw the HTML from /tmp/lab/results.json
 
-``--publish`` writes the results JSON into the package, ``posviz/lab/published/extrapolation.json``
+``--publish`` refuses anything but the full configuration (:func:`posviz.lab.experiment.check_publishable`:
+only ``--device``, ``--threads``, ``--checkpoints``, ``--out`` and the display options may be
+given) and writes the results JSON into the package, ``posviz/lab/published/extrapolation.json``
 (:data:`posviz.lab.results.PUBLISHED`, read by :func:`posviz.lab.load_published`): the one copy
 the book and the installed package use. It writes HTML figures only when ``--out`` is given.
 Without ``--publish`` the JSON and the HTML figures go to ``--out`` (default
@@ -40,7 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train small byte-level language models at one length with each position method, "
         "evaluate held-out perplexity at 1x-16x that length, and measure cost.",
     )
-    p.add_argument("--quick", action="store_true", help="small model, 250 steps, 2 seeds (~2 min on 2 CPU cores)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="small model, 250 steps, 2 seeds, no learning-rate search (~2 min on 2 CPU cores)",
+    )
     p.add_argument(
         "--methods",
         nargs="+",
@@ -59,7 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="evaluation lengths as multiples of --train-len (default 1 2 4 8 16)",
     )
     p.add_argument("--steps", type=int, default=None, help="override the number of training steps")
-    p.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
+    p.add_argument(
+        "--device",
+        default=None,
+        help="torch device (default: cuda when torch.cuda.is_available(), else cpu; chosen here, not by "
+        "posviz.default_device)",
+    )
     p.add_argument(
         "--threads",
         type=int,
@@ -103,16 +114,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import torch
 
-    from posviz import default_device
-
-    from .experiment import full_config, quick_config
+    from .experiment import check_publishable, full_config, quick_config
     from .figures import write_figures
     from .results import format_tables, save_results
     from .train import TrainConfig
 
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    overrides: dict = {"train_len": args.train_len, "device": str(args.device or default_device())}
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    overrides: dict = {"train_len": args.train_len, "device": str(device)}
     if args.methods is not None:
         overrides["methods"] = [m for group in args.methods for m in group]
     if args.seeds is not None:
@@ -133,6 +143,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.publish and args.quick:
         print("error: --publish takes a full run only (the book shows it); drop --quick", file=sys.stderr)
         return 2
+    if args.publish and not args.replot:
+        try:
+            check_publishable(cfg)
+        except ValueError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     out = args.out
     if out is None and not args.publish:
         out = Path("results/extrapolation-quick" if args.quick else "results/extrapolation-full")

@@ -1,34 +1,75 @@
-r"""The corpus: the Python documentation text shipped inside CPython, byte-level.
+r"""The corpus: the Python documentation text shipped inside CPython, byte-level, split by topic.
 
-``pydoc_data.topics.topics`` is a dict of ``help()`` topics (about 465k characters for Python
-3.11); we join its values in sorted-key order, encode as UTF-8 and use the bytes as tokens
-(vocabulary 256), so no tokenizer and no download are needed. The first 90% of the bytes train,
-the last 10% are held out. The text differs between Python versions, so :func:`load_corpus`
-records the SHA-256 of the text and of each split together with ``sys.version``.
+``pydoc_data.topics.topics`` is a dict of ``help()`` topics (79 topics, about 466k bytes for
+Python 3.11), used as UTF-8 bytes (vocabulary 256), so no tokenizer and no download are needed.
+
+**Splits, by topic.** A topic goes whole into one split, so the held-out text is never the second
+half of a topic whose first half trained. Several topics are verbatim copies of parts of others,
+so topics that share a 64-byte string are first grouped (:func:`topic_clusters`, transitively) and
+a group goes whole into one split. Groups are taken in the order of the SHA-256 of their first key
+(a fixed, content-free shuffle); going down that list, a group joins *held-out* while the held-out
+split stays within ``heldout_fraction`` of all bytes, else *validation* while that stays within
+``validation_fraction``, else *train*. Inside a split the topics are joined in sorted-key
+order. Validation is carved from what would otherwise be training text; it is used only to choose
+learning rates (:mod:`posviz.lab.experiment`), never for the reported numbers.
+
+**Verbatim overlap.** With the grouping no 64-byte string of the held-out text occurs in the
+other splits; as a safeguard (for other Python versions' text, or other fractions), with
+:math:`n` = ``OVERLAP_N`` = 64 bytes, a byte of the training or validation text is *tainted* when
+it lies inside an :math:`n`-byte string that also occurs anywhere in the held-out text. Training
+windows are drawn only where they hold no tainted byte (:meth:`Corpus.train_starts`) and
+validation windows with a tainted byte are dropped, so neither the model nor the learning-rate
+choice ever sees a 64-byte string of the held-out text. :func:`load_corpus` records, in
+``info["overlap"]``, how much overlap there was before this and that none is left after it.
 
 Evaluation windows (:func:`eval_windows`) are **non-overlapping**: window :math:`w` of length
 :math:`L` predicts tokens :math:`x_{wL+1} \dots x_{wL+L}` from :math:`x_{wL} \dots x_{wL+L-1}`,
 and the loss is averaged over every token of every window (the ALiBi paper's "nonoverlapping"
 evaluation). Every length scores the *same* held-out tokens: the first
-:math:`\lfloor (N-1)/L_{\max}\rfloor L_{\max}` targets (optionally capped), so the lengths differ only in how much
-context each token sees.
+:math:`\lfloor (N-1)/L_{\max}\rfloor L_{\max}` targets (optionally capped), so the lengths differ
+only in how much context each token sees.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-__all__ = ["Corpus", "eval_windows", "load_corpus", "load_text", "sample_batch", "scored_tokens"]
+__all__ = [
+    "OVERLAP_N",
+    "Corpus",
+    "allowed_starts",
+    "eval_windows",
+    "load_corpus",
+    "load_text",
+    "load_topics",
+    "ngram_set",
+    "sample_batch",
+    "scored_tokens",
+    "split_topics",
+    "topic_clusters",
+    "validation_overlap",
+    "tainted_bytes",
+]
+
+OVERLAP_N = 64
+"""Length of the verbatim strings checked between splits (bytes)."""
+
+
+def load_topics() -> dict[str, str]:
+    """``pydoc_data.topics.topics``: topic key -> text."""
+    from pydoc_data.topics import topics
+
+    return dict(topics)
 
 
 def load_text() -> str:
-    """The joined ``pydoc_data.topics.topics`` values, in sorted-key order."""
-    from pydoc_data.topics import topics
-
+    """All topics joined in sorted-key order (what :func:`load_corpus` hashes as ``text``)."""
+    topics = load_topics()
     return "".join(topics[key] for key in sorted(topics))
 
 
@@ -36,54 +77,233 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def topic_clusters(topics: dict[str, str], n: int = OVERLAP_N) -> list[list[str]]:
+    """Group topics that share a verbatim ``n``-byte string (transitively): the connected components.
+
+    Several ``help()`` topics are copies of sections of others (``class`` inside ``compound``,
+    ``numeric-types`` inside ``specialnames``), so a split by single topics would put the same text
+    on both sides. Returns sorted key lists, in the order of their first key.
+    """
+    parent = {k: k for k in topics}
+
+    def find(k: str) -> str:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    owner: dict[bytes, str] = {}
+    for key in sorted(topics):
+        raw = topics[key].encode("utf-8")
+        for i in range(len(raw) - n + 1):
+            first = owner.setdefault(raw[i : i + n], key)
+            if first != key:
+                parent[find(first)] = find(key)
+    groups: dict[str, list[str]] = {}
+    for key in sorted(topics):
+        groups.setdefault(find(key), []).append(key)
+    return sorted(groups.values())
+
+
+def split_topics(
+    topics: dict[str, str], heldout_fraction: float = 0.1, validation_fraction: float = 0.05
+) -> dict[str, list[str]]:
+    """Assign every topic to ``"train"``, ``"validation"`` or ``"heldout"`` (rule in the module docstring).
+
+    Whole clusters (:func:`topic_clusters`) are assigned, in the order of the SHA-256 of their first
+    key. Returns sorted key lists; every key is in exactly one.
+    """
+    if not (0 < heldout_fraction < 1 and 0 < validation_fraction < 1 and heldout_fraction + validation_fraction < 1):
+        raise ValueError(f"need 0 < fractions and their sum < 1, got {heldout_fraction}, {validation_fraction}")
+    sizes = {k: len(v.encode("utf-8")) for k, v in topics.items()}
+    total = sum(sizes.values())
+    clusters = sorted(topic_clusters(topics), key=lambda c: hashlib.sha256(c[0].encode("utf-8")).hexdigest())
+    splits: dict[str, list[str]] = {"train": [], "validation": [], "heldout": []}
+    held = val = 0
+    for cluster in clusters:
+        n = sum(sizes[k] for k in cluster)
+        if held + n <= heldout_fraction * total:
+            splits["heldout"] += cluster
+            held += n
+        elif val + n <= validation_fraction * total:
+            splits["validation"] += cluster
+            val += n
+        else:
+            splits["train"] += cluster
+    return {name: sorted(keys) for name, keys in splits.items()}
+
+
+def ngram_set(tokens: torch.Tensor, n: int = OVERLAP_N) -> set[bytes]:
+    """Every ``n``-byte string of ``tokens`` (values 0..255), as ``bytes``."""
+    raw = bytes(tokens.to(torch.uint8).tolist())
+    return {raw[i : i + n] for i in range(len(raw) - n + 1)}
+
+
+def tainted_bytes(tokens: torch.Tensor, reference: set[bytes], n: int = OVERLAP_N) -> torch.Tensor:
+    """Bool ``(N,)``: byte ``i`` lies inside an ``n``-byte string of ``tokens`` that is in ``reference``."""
+    raw = bytes(tokens.to(torch.uint8).tolist())
+    hit = torch.tensor([raw[i : i + n] in reference for i in range(max(0, len(raw) - n + 1))], dtype=torch.int32)
+    # byte i is covered by the n-grams starting at i-n+1 .. i
+    covered = torch.zeros(len(raw) + 1, dtype=torch.int32)
+    if len(hit):
+        covered[: len(hit)] += hit
+        covered[n : n + len(hit)] -= hit
+    return covered.cumsum(0)[: len(raw)] > 0
+
+
+def allowed_starts(tainted: torch.Tensor, length: int) -> torch.Tensor:
+    """Starts ``s`` of every window ``s .. s+length`` (``length + 1`` bytes) that holds no tainted byte."""
+    n = len(tainted)
+    if n <= length:
+        return torch.zeros(0, dtype=torch.long)
+    bad = torch.cat([torch.zeros(1, dtype=torch.long), tainted.long().cumsum(0)])  # bad[i] = tainted bytes before i
+    starts = torch.arange(n - length)
+    inside = bad[starts + length + 1] - bad[starts]
+    return starts[inside == 0]
+
+
 @dataclass(frozen=True)
 class Corpus:
-    """Byte tokens of the train and held-out splits, plus what identifies them."""
+    """Byte tokens of the three splits, the allowed training starts, and what identifies them."""
 
     train: torch.Tensor  # (N_train,) long, values 0..255
     heldout: torch.Tensor  # (N_heldout,) long
     info: dict
+    validation: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))  # (N_val,) long
+    train_tainted: torch.Tensor | None = None  # (N_train,) bool: inside a 64-byte string of the held-out text
+    validation_tainted: torch.Tensor | None = None  # (N_val,) bool
 
     @property
     def vocab_size(self) -> int:
         return 256
 
+    def train_starts(self, length: int) -> torch.Tensor:
+        """Starts of the training windows of ``length`` (+1) bytes that hold no tainted byte."""
+        if self.train_tainted is None:
+            return torch.arange(max(0, len(self.train) - length))
+        return allowed_starts(self.train_tainted, length)
 
-def load_corpus(train_fraction: float = 0.9) -> Corpus:
-    """Encode the text as UTF-8 bytes and split it: first ``train_fraction`` trains, the rest is held out."""
-    if not 0.0 < train_fraction < 1.0:
-        raise ValueError(f"train_fraction must be in (0, 1), got {train_fraction}")
-    text = load_text()
+    def validation_windows(self, length: int, max_tokens: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Non-overlapping validation windows ``(x, y)``, ``(W, length)``, without any tainted byte."""
+        n_windows = (len(self.validation) - 1) // length
+        if max_tokens is not None:
+            n_windows = min(n_windows, max(1, max_tokens // length))
+        starts = torch.arange(n_windows) * length
+        if self.validation_tainted is not None:
+            bad = torch.cat([torch.zeros(1, dtype=torch.long), self.validation_tainted.long().cumsum(0)])
+            starts = starts[(bad[starts + length + 1] - bad[starts]) == 0]
+        idx = starts[:, None] + torch.arange(length + 1)  # (W, L+1)
+        window = self.validation[idx]
+        return window[:, :-1], window[:, 1:]
+
+
+def _tokens(text: str) -> torch.Tensor:
     raw = text.encode("utf-8")
-    cut = int(len(raw) * train_fraction)
-    train_bytes, heldout_bytes = raw[:cut], raw[cut:]
-    tokens = torch.frombuffer(bytearray(raw), dtype=torch.uint8).long()
+    return torch.frombuffer(bytearray(raw), dtype=torch.uint8).long() if raw else torch.zeros(0, dtype=torch.long)
+
+
+@functools.lru_cache(maxsize=4)
+def load_corpus(heldout_fraction: float = 0.1, validation_fraction: float = 0.05) -> Corpus:
+    """Split the topics (:func:`split_topics`), encode each split, and measure the verbatim overlap.
+
+    Cached (a few seconds of string work); do not modify the returned tensors in place."""
+    topics = load_topics()
+    splits = split_topics(topics, heldout_fraction, validation_fraction)
+    texts = {name: "".join(topics[k] for k in keys) for name, keys in splits.items()}
+    tokens = {name: _tokens(text) for name, text in texts.items()}
+    raw_all = load_text().encode("utf-8")
+    held_grams = ngram_set(tokens["heldout"])
+    train_tainted = tainted_bytes(tokens["train"], held_grams)
+    val_tainted = tainted_bytes(tokens["validation"], held_grams)
+    train_grams = ngram_set(tokens["train"])
+    overlap = {
+        "n": OVERLAP_N,
+        "what": f"verbatim {OVERLAP_N}-byte strings shared between splits; tainted = inside such a string",
+        "heldout_ngrams_in_train_text": _fraction(sum(g in train_grams for g in held_grams), len(held_grams)),
+        "train_bytes_tainted": _fraction(int(train_tainted.sum()), len(train_tainted)),
+        "validation_bytes_tainted": _fraction(int(val_tainted.sum()), len(val_tainted)),
+        "training_windows_with_heldout_ngram": 0.0,  # by construction: only untainted windows are drawn
+    }
     info = {
-        "source": "pydoc_data.topics.topics (values joined in sorted-key order), UTF-8 bytes",
+        "source": "pydoc_data.topics.topics, split by clusters of topics sharing 64-byte strings "
+        "(SHA-256 order), UTF-8 bytes",
         "python": sys.version,
         "tokenization": "bytes (vocab 256)",
-        "n_chars": len(text),
-        "n_tokens": len(raw),
-        "train_fraction": train_fraction,
-        "n_train_tokens": len(train_bytes),
-        "n_heldout_tokens": len(heldout_bytes),
-        "sha256": {"text": _sha256(raw), "train": _sha256(train_bytes), "heldout": _sha256(heldout_bytes)},
+        "n_chars": len(load_text()),
+        "n_tokens": len(raw_all),
+        "heldout_fraction": heldout_fraction,
+        "validation_fraction": validation_fraction,
+        "topics": splits,
+        "n_train_tokens": len(tokens["train"]),
+        "n_validation_tokens": len(tokens["validation"]),
+        "n_heldout_tokens": len(tokens["heldout"]),
+        "overlap": overlap,
+        "sha256": {
+            "text": _sha256(raw_all),
+            "train": _sha256(texts["train"].encode("utf-8")),
+            "validation": _sha256(texts["validation"].encode("utf-8")),
+            "heldout": _sha256(texts["heldout"].encode("utf-8")),
+        },
     }
-    return Corpus(train=tokens[:cut].clone(), heldout=tokens[cut:].clone(), info=info)
+    return Corpus(
+        train=tokens["train"],
+        heldout=tokens["heldout"],
+        info=info,
+        validation=tokens["validation"],
+        train_tainted=train_tainted,
+        validation_tainted=val_tainted,
+    )
+
+
+def _fraction(part: int, whole: int) -> float:
+    return part / whole if whole else 0.0
+
+
+def validation_overlap(corpus: Corpus, length: int, max_tokens: int | None = None) -> dict:
+    """Measured on the validation windows actually scored: how many there are, how many were dropped
+    for a tainted byte, and the fraction of their ``OVERLAP_N``-byte strings found in the held-out text
+    (0 by construction; this counts them again)."""
+    x, y = corpus.validation_windows(length, max_tokens)
+    n_all = (len(corpus.validation) - 1) // length
+    if max_tokens is not None:
+        n_all = min(n_all, max(1, max_tokens // length))
+    held = ngram_set(corpus.heldout)
+    windows = torch.cat([x, y[:, -1:]], dim=1)  # (W, L+1): the bytes each window reads
+    grams = found = 0
+    for row in windows.tolist():
+        raw = bytes(row)
+        for i in range(len(raw) - OVERLAP_N + 1):
+            grams += 1
+            found += raw[i : i + OVERLAP_N] in held
+    return {
+        "validation_windows": int(x.shape[0]),
+        "validation_windows_dropped": int(n_all - x.shape[0]),
+        "validation_ngrams_in_heldout": _fraction(found, grams),
+    }
 
 
 def sample_batch(
-    tokens: torch.Tensor, batch_size: int, length: int, generator: torch.Generator
+    tokens: torch.Tensor,
+    batch_size: int,
+    length: int,
+    generator: torch.Generator,
+    starts: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``batch_size`` random windows of ``length`` tokens and their next-token targets.
 
-    Returns ``(x, y)``, both ``(B, T)`` long, with ``y[b, t] = x[b, t + 1]`` in the text.
-    Offsets are drawn from ``generator`` (on the CPU), so a seed fixes the batch order.
+    Returns ``(x, y)``, both ``(B, T)`` long, with ``y[b, t] = x[b, t + 1]`` in the text. Window
+    starts are drawn uniformly from ``starts`` (default: every start ``0 .. N - length - 1``)
+    with ``generator`` (on the CPU), so a seed fixes the batch order.
     """
     if len(tokens) <= length:
         raise ValueError(f"need more than length={length} tokens to sample a window, got {len(tokens)}")
-    starts = torch.randint(0, len(tokens) - length, (batch_size,), generator=generator)  # (B,)
-    idx = starts[:, None] + torch.arange(length + 1)  # (B, T+1)
+    if starts is None:
+        chosen = torch.randint(0, len(tokens) - length, (batch_size,), generator=generator)  # (B,)
+    else:
+        if len(starts) == 0:
+            raise ValueError("no allowed window start")
+        chosen = starts[torch.randint(0, len(starts), (batch_size,), generator=generator)]  # (B,)
+    idx = chosen[:, None] + torch.arange(length + 1)  # (B, T+1)
     window = tokens[idx]
     return window[:, :-1], window[:, 1:]
 

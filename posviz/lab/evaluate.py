@@ -11,8 +11,9 @@ sliding-window evaluation would instead score only the last tokens). Then
     \text{ppl}_L = \exp \bar{\ell}_L ,
 
 with :math:`N` the same number of scored tokens at every length. A ``learned`` model has no
-position row past its table: its forward raises ``IndexError`` and the length is reported as
-"cannot run" with that message, never as a number.
+position row past its table: its forward raises :class:`posviz.lab.model.BeyondLearnedTable` and
+the length is reported as "cannot run" with that message, never as a number. Only that exception
+type: any other error (an ``IndexError`` from a bug, say) propagates.
 
 Inference throughput at :math:`L` is :math:`1 / \operatorname{median}_b (t_b / n_b)`: the median
 over batches of the wall time per token of the model's no-grad forward pass (the median resists
@@ -36,9 +37,9 @@ import torch
 from torch.nn import functional as F
 
 from .data import eval_windows
-from .model import GPT
+from .model import GPT, BeyondLearnedTable
 
-__all__ = ["LengthResult", "evaluate", "evaluate_length"]
+__all__ = ["LengthResult", "evaluate", "evaluate_length", "mean_loss"]
 
 
 @dataclass
@@ -73,7 +74,7 @@ def evaluate_length(
     per_batch = max(1, tokens_per_batch // length)
     try:
         model(x[:per_batch].to(device))  # warm-up (also the "can it run?" check)
-    except IndexError as err:  # a learned table has no row for these positions
+    except BeyondLearnedTable as err:  # a learned table has no row for these positions
         return LengthResult(length, None, None, None, cannot_run=str(err), scored_tokens=int(y.numel()))
     _sync(device)
     total = torch.zeros((), dtype=torch.float64, device=device)
@@ -95,6 +96,20 @@ def evaluate_length(
         tokens_per_cpu_s=1.0 / max(statistics.median(cpu_seconds_per_token), 1e-12),
         scored_tokens=int(y.numel()),
     )
+
+
+@torch.no_grad()
+def mean_loss(model: GPT, x: torch.Tensor, y: torch.Tensor, tokens_per_batch: int = 1024) -> float:
+    """Mean next-token cross-entropy (nats) of ``model`` over every token of windows ``x, y`` ``(W, L)``
+    (the validation loss), in batches of about ``tokens_per_batch`` tokens, the last one partial."""
+    device = next(model.parameters()).device
+    model.eval()
+    per_batch = max(1, tokens_per_batch // x.shape[1])
+    total = torch.zeros((), dtype=torch.float64, device=device)
+    for i in range(0, len(x), per_batch):
+        xb, yb = x[i : i + per_batch].to(device), y[i : i + per_batch].to(device)  # (b, L)
+        total += F.cross_entropy(model(xb).flatten(0, 1).float(), yb.flatten(), reduction="sum").double()
+    return float(total) / y.numel()
 
 
 def evaluate(

@@ -1,7 +1,21 @@
-"""The whole comparison: for each method and seed, train at one length, evaluate at several.
+r"""The whole comparison: for each method and seed, train at one length, evaluate at several.
 
 :func:`run_experiment` returns the results dictionary documented in :mod:`posviz.lab`;
 :func:`quick_config` and :func:`full_config` are the CLI's two presets.
+
+The protocol:
+
+* **Same start, same batches.** With one seed every method gets the same token embedding,
+  blocks and batch order (:class:`posviz.lab.model.GPT`, :func:`posviz.lab.train.train`).
+* **Learning rate of the position parameters chosen on validation.** For a method with position
+  parameters (``learned``, ``shaw``, ``t5``) and a grid ``position_lr_grid`` of more than one
+  value, the first seed is trained once per multiplier :math:`\mu` and the multiplier with the
+  lowest validation loss *at the training length* is kept for every seed (ties: the smaller).
+  Neither the held-out text nor the longer lengths enter the choice. The held-out numbers of
+  every grid point are recorded too (``lr_search``), to show how much each conclusion depends on
+  the choice. Methods without position parameters have nothing to choose.
+* **Paired differences.** Per seed, each method's perplexity minus the baseline's (``none``) at
+  every length (:func:`posviz.lab.results.paired_differences`), stored under ``paired``.
 """
 
 from __future__ import annotations
@@ -16,14 +30,17 @@ from pathlib import Path
 
 import torch
 
-from .data import load_corpus, scored_tokens
-from .evaluate import evaluate
-from .memory import MEMORY_NOTE, inference_memory, training_memory
+from .data import load_corpus, scored_tokens, validation_overlap
+from .evaluate import evaluate, mean_loss
+from .memory import MEMORY_NOTE, inference_memory_many, training_memory
 from .model import ALL_METHODS, GPT, METHOD_KIND, METHODS, ROPE_VARIANTS, GPTConfig
-from .results import SCHEMA, SCHEMA_VERSION, machine_info, summarize, summarize_lists
+from .results import SCHEMA, SCHEMA_VERSION, machine_info, paired_summary, summarize, summarize_lists
 from .train import TrainConfig, seed_everything, train
 
-__all__ = ["LabConfig", "full_config", "quick_config", "run_experiment"]
+__all__ = ["LabConfig", "check_publishable", "full_config", "quick_config", "run_experiment"]
+
+POSITION_PARAMETERS = ("learned", "shaw", "t5")
+"""Methods whose position module has trainable parameters (their learning rate is chosen on validation)."""
 
 
 @dataclass
@@ -38,6 +55,9 @@ class LabConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     eval_tokens_per_batch: int = 1024
     eval_max_tokens: int | None = None  # cap on scored held-out tokens (None: all)
+    validation_max_tokens: int | None = None  # cap on scored validation tokens (None: all)
+    position_lr_grid: list[float] = field(default_factory=lambda: [1.0, 10.0, 30.0, 100.0])
+    baseline: str = "none"  # paired differences are taken against this method
     device: str = "cpu"
     mode: str = "full"
     checkpoint_dir: str | None = None  # save each trained model's state_dict here
@@ -59,6 +79,10 @@ class LabConfig:
         largest = max(self.eval_multipliers)
         if any(largest % k for k in self.eval_multipliers):
             raise ValueError(f"every eval multiplier must divide the largest ({largest}), got {self.eval_multipliers}")
+        if not self.position_lr_grid or any(not (v > 0) for v in self.position_lr_grid):
+            raise ValueError(f"position_lr_grid must hold positive numbers, got {self.position_lr_grid}")
+        if 1 not in self.eval_multipliers:
+            raise ValueError(f"eval_multipliers must include 1 (the training length), got {self.eval_multipliers}")
 
     @property
     def eval_lengths(self) -> list[int]:
@@ -82,23 +106,40 @@ class LabConfig:
 
 
 def full_config(**overrides: object) -> LabConfig:
-    """The default run: d=128, 3 layers, 4 heads, 400 steps of 32 x 64 tokens, 3 seeds, every method."""
+    """The default run: d=128, 3 layers, 4 heads, 400 steps of 32 x 64 tokens, 3 seeds, every method,
+    position learning-rate multiplier chosen from 1, 10, 30, 100 on validation."""
     base: dict = {"train": TrainConfig(steps=400, warmup_steps=40), "mode": "full"}
     base.update(overrides)
     return LabConfig(**base)
 
 
 def quick_config(**overrides: object) -> LabConfig:
-    """About two minutes on two CPU cores: d=64, 2 layers, 250 steps, 2 seeds, every method, 16k held-out tokens."""
+    """About two minutes on two CPU cores: d=64, 2 layers, 250 steps, 2 seeds, every method, 16k held-out
+    tokens, and no learning-rate search (position multiplier fixed at 10)."""
     base: dict = {
         "seeds": [0, 1],
         "model": {"n_layer": 2, "n_head": 4, "n_embd": 64},
         "train": TrainConfig(steps=250, warmup_steps=25),
         "eval_max_tokens": 16384,
+        "validation_max_tokens": 8192,
+        "position_lr_grid": [10.0],
         "mode": "quick",
     }
     base.update(overrides)
     return LabConfig(**base)
+
+
+def check_publishable(cfg: LabConfig) -> None:
+    """Raise ``ValueError`` naming every setting in which ``cfg`` differs from :func:`full_config`
+    (only ``device`` and ``checkpoint_dir`` may differ): only the full run is published."""
+    mine = cfg.to_dict()
+    full = full_config(device=cfg.device, checkpoint_dir=cfg.checkpoint_dir).to_dict()
+    differ = sorted(k for k in full.keys() | mine.keys() if mine.get(k) != full.get(k))
+    if differ:
+        raise ValueError(
+            "--publish takes the full configuration only; this run differs in "
+            + ", ".join(f"{k} ({mine.get(k)!r} instead of {full.get(k)!r})" for k in differ)
+        )
 
 
 def _eval_record(evals: list) -> dict:
@@ -121,9 +162,20 @@ def _aggregate(seeds: list[dict], trained: bool) -> dict:
             "train_tokens_per_s_mean",
             "train_tokens_per_cpu_s",
             "train_seconds",
+            "validation_loss",
         ):
             agg[key] = summarize([s[key] for s in seeds])
     return agg
+
+
+def _curve(tr) -> dict:
+    at = [step - 1 for step in tr.curve_steps]  # the logged steps, 0-based
+    return {
+        "step": tr.curve_steps,
+        "loss": tr.curve_loss,
+        "lr": [tr.step_lr[i] for i in at],
+        "grad_norm": [tr.step_grad_norm[i] for i in at],
+    }
 
 
 def run_experiment(cfg: LabConfig, *, progress: bool = True) -> dict:
@@ -142,28 +194,64 @@ def run_experiment(cfg: LabConfig, *, progress: bool = True) -> dict:
     data["eval_scored_tokens"] = scored_tokens(corpus.info["n_heldout_tokens"], max(lengths), cfg.eval_max_tokens)
     if data["eval_scored_tokens"] == 0:
         raise ValueError(f"the held-out split is shorter than the longest evaluation length {max(lengths)}")
+    data["overlap"] = {**data["overlap"], **validation_overlap(corpus, cfg.train_len, cfg.validation_max_tokens)}
+    val_x, val_y = corpus.validation_windows(cfg.train_len, cfg.validation_max_tokens)  # (W, L_train)
+    data["validation_scored_tokens"] = int(val_y.numel())
+    starts = corpus.train_starts(cfg.train_len)
+    searched = {m for m in trained if m in POSITION_PARAMETERS and len(cfg.position_lr_grid) > 1}
+
+    def runs(m: str) -> int:
+        return len(cfg.seeds) + (len(cfg.position_lr_grid) - 1 if m in searched else 0)
 
     per_run = {m: cfg.train.steps + len(lengths) * (1 + (len(variants) if m == "rope" else 0)) for m in trained}
     interactive = sys.stderr.isatty()
     bar = tqdm(
-        total=sum(per_run.values()) * len(cfg.seeds),
+        total=sum(per_run[m] * runs(m) for m in trained),
         disable=not progress,
         unit="step",
         dynamic_ncols=True,
         file=sys.stderr,
         mininterval=0.1 if interactive else 10.0,
     )
+
+    def on_step(step: int, loss: float) -> None:
+        bar.update(1)
+        if step % 10 == 0:
+            bar.set_postfix(loss=f"{loss:.3f}")
+
+    def run_one(name: str, seed: int, mult: float | None) -> tuple[GPT, dict]:
+        tcfg = TrainConfig(**{**cfg.train.to_dict(), "position_lr_mult": 1.0 if mult is None else mult})
+        seed_everything(seed)
+        model = GPT(cfg.gpt_config(name), seed=seed).to(device)
+        tr = train(model, corpus.train, tcfg, seed, starts=starts, on_step=on_step)
+        bar.set_description(f"{name} seed {seed}: eval")
+        evals = evaluate(model, corpus.heldout, lengths, cfg.eval_tokens_per_batch, cfg.eval_max_tokens)
+        bar.update(len(lengths))
+        record = {
+            "seed": seed,
+            "position_lr_mult": mult,
+            "validation_loss": mean_loss(model, val_x, val_y, cfg.eval_tokens_per_batch),
+            "final_train_loss": tr.final_loss,
+            "train_seconds": tr.seconds,
+            "train_tokens_per_s": tr.tokens_per_s,
+            "train_tokens_per_s_mean": tr.tokens_per_s_mean,
+            "train_tokens_per_cpu_s": tr.tokens_per_cpu_s,
+            "loss_curve": _curve(tr),
+            **_eval_record(evals),
+        }
+        return model, record
+
     methods: dict[str, dict] = {}
     for name in trained:
         gcfg = cfg.gpt_config(name)
         bar.set_description(f"{name}: memory")
         seed_everything(cfg.seeds[0])
-        probe = GPT(gcfg).to(device)
+        probe = GPT(gcfg, seed=cfg.seeds[0]).to(device)
         params = probe.num_params()
         memory = {
             "what": MEMORY_NOTE,
             "train": training_memory(copy.deepcopy(probe), cfg.train, corpus.train),
-            "inference_peak_bytes": [inference_memory(probe, n, cfg.eval_tokens_per_batch) for n in lengths],
+            "inference_peak_bytes": inference_memory_many(probe, lengths, cfg.eval_tokens_per_batch),
         }
         entries = {name: {"memory": memory, "seeds": []}}
         for v in variants if name == "rope" else []:
@@ -172,38 +260,41 @@ def run_experiment(cfg: LabConfig, *, progress: bool = True) -> dict:
                 "memory": {
                     "what": MEMORY_NOTE,
                     "train": None,
-                    "inference_peak_bytes": [inference_memory(probe, n, cfg.eval_tokens_per_batch) for n in lengths],
+                    "inference_peak_bytes": inference_memory_many(probe, lengths, cfg.eval_tokens_per_batch),
                 },
                 "seeds": [],
             }
         del probe
 
+        has_position = name in POSITION_PARAMETERS
+        first = cfg.seeds[0]
+        search: list[dict] = []
+        chosen: float | None = cfg.position_lr_grid[0] if has_position else None
+        done: dict[int, tuple[GPT, dict]] = {}
+        if name in searched:
+            candidates = {}
+            for mult in cfg.position_lr_grid:
+                bar.set_description(f"{name} seed {first} lr x{mult:g}")
+                model, record = run_one(name, first, mult)
+                candidates[mult] = (model, record)
+                search.append(
+                    {
+                        "position_lr_mult": mult,
+                        "seed": first,
+                        "validation_loss": record["validation_loss"],
+                        "final_train_loss": record["final_train_loss"],
+                        "perplexity": record["perplexity"],
+                    }
+                )
+            chosen = min(cfg.position_lr_grid, key=lambda m: (candidates[m][1]["validation_loss"], m))
+            done[first] = candidates[chosen]
+            del candidates
         for seed in cfg.seeds:
-            bar.set_description(f"{name} seed {seed}")
-            seed_everything(seed)
-            model = GPT(gcfg).to(device)
-
-            def on_step(step: int, loss: float) -> None:
-                bar.update(1)
-                if step % 10 == 0:
-                    bar.set_postfix(loss=f"{loss:.3f}")
-
-            tr = train(model, corpus.train, cfg.train, seed, on_step=on_step)
-            bar.set_description(f"{name} seed {seed}: eval")
-            evals = evaluate(model, corpus.heldout, lengths, cfg.eval_tokens_per_batch, cfg.eval_max_tokens)
-            bar.update(len(lengths))
-            entries[name]["seeds"].append(
-                {
-                    "seed": seed,
-                    "final_train_loss": tr.final_loss,
-                    "train_seconds": tr.seconds,
-                    "train_tokens_per_s": tr.tokens_per_s,
-                    "train_tokens_per_s_mean": tr.tokens_per_s_mean,
-                    "train_tokens_per_cpu_s": tr.tokens_per_cpu_s,
-                    "loss_curve": {"step": tr.curve_steps, "loss": tr.curve_loss},
-                    **_eval_record(evals),
-                }
-            )
+            if seed not in done:
+                bar.set_description(f"{name} seed {seed}")
+                done[seed] = run_one(name, seed, chosen)
+            model, record = done.pop(seed)
+            entries[name]["seeds"].append(record)
             for v in variants if name == "rope" else []:
                 model.set_rope_scaling(ROPE_VARIANTS[v])
                 evals = evaluate(model, corpus.heldout, lengths, cfg.eval_tokens_per_batch, cfg.eval_max_tokens)
@@ -221,12 +312,14 @@ def run_experiment(cfg: LabConfig, *, progress: bool = True) -> dict:
                 "rope_scaling": ROPE_VARIANTS.get(key),
                 "params": params,
                 "max_length": cfg.train_len if key == "learned" else None,
+                "position_lr_mult": chosen,
+                "lr_search": search if key == name else [],
                 **entry,
                 "aggregate": _aggregate(entry["seeds"], trained=key == name),
             }
     bar.close()
     order = [m for m in reported if m in methods]
-    return {
+    results = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
         "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -238,9 +331,11 @@ def run_experiment(cfg: LabConfig, *, progress: bool = True) -> dict:
         "eval_lengths": lengths,
         "method_order": order,
         "methods": methods,
-        "wall_seconds": time.perf_counter() - started,
-        "load_average_at_end": _loadavg(),
     }
+    results["paired"] = paired_summary(results, cfg.baseline) if cfg.baseline in methods else None
+    results["wall_seconds"] = time.perf_counter() - started
+    results["load_average_at_end"] = _loadavg()
+    return results
 
 
 def _command() -> list[str]:

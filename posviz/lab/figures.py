@@ -23,6 +23,7 @@ __all__ = [
     "METHOD_COLORS",
     "cost_figure",
     "inference_at_length_figure",
+    "paired_difference_figure",
     "perplexity_at_length_figure",
     "perplexity_figure",
     "training_curve_figure",
@@ -219,6 +220,69 @@ def perplexity_figure(results: dict, *, methods: list[str] | None = None, log_y:
                 "buttons": method_buttons,
             },
         ],
+    )
+    return fig
+
+
+def paired_difference_figure(results: dict, *, methods: list[str] | None = None) -> go.Figure:
+    """Per-seed paired differences to the baseline (``results["paired"]``, perplexity of the method
+    minus the baseline's with the same seed) against evaluation length: the mean over seeds, bars
+    from the smallest to the largest per-seed difference. A filled marker is a difference outside
+    the seed spread; an **open** marker, and the word in the hover text, one inside it
+    (:func:`posviz.lab.results.inside_spread`). Below 0: better than the baseline.
+    """
+    validate_results(results)
+    paired = results.get("paired")
+    if paired is None:
+        raise ValueError("these results have no paired differences (the baseline method was not run)")
+    lengths, train_len, base = results["eval_lengths"], results["train_len"], paired["baseline"]
+    names = [m for m in (methods or results["method_order"]) if m in results["methods"] and m != base]
+
+    def trained_as(name: str) -> str:
+        return results["methods"][name]["trained_as"]
+
+    fig = go.Figure()
+    for name in names:
+        p = paired["methods"][name]
+        up = [None if m is None else hi - m for m, hi in zip(p["mean"], p["max"])]
+        down = [None if m is None else m - lo for m, lo in zip(p["mean"], p["min"])]
+        symbols = ["circle-open" if inside else "circle" for inside in p["inside_spread"]]
+        hover = []
+        for i, n in enumerate(lengths):
+            if p["mean"][i] is None:
+                hover.append(f"{_label(name)}<br>L = {n}: cannot run")
+                continue
+            per_seed = ", ".join(f"{d:+.3f}" for d in p["diff"][i])
+            verdict = "inside the seed spread" if p["inside_spread"][i] else "outside the seed spread"
+            hover.append(
+                f"{_label(name)} − {_label(base)}<br>L = {n}: {p['mean'][i]:+.3f} (mean)<br>per seed: {per_seed}"
+                f"<br>{verdict}"
+            )
+        fig.add_trace(
+            go.Scatter(
+                x=lengths,
+                y=p["mean"],
+                name=_label(name),
+                mode="lines+markers",
+                marker={"symbol": symbols, "size": 9, "color": _color(name), "line": {"width": 2}},
+                line={"color": _color(name), "dash": "solid" if trained_as(name) == name else "dash"},
+                error_y={"type": "data", "array": up, "arrayminus": down, "visible": True, "thickness": 1},
+                hovertext=hover,
+                hoverinfo="text",
+            )
+        )
+    fig.update_layout(
+        title={
+            "text": f"Paired by seed: perplexity minus {_label(base)}'s<br><sup>{_subtitle(results)}; "
+            "open marker = inside the seed spread</sup>"
+        },
+        xaxis=_length_axis(lengths, train_len),
+        yaxis={"title": {"text": f"perplexity − {_label(base)} (same seed; below 0 is better)"}, "zeroline": True},
+        legend={"title": {"text": "method (bars: min–max over seeds)"}},
+        hovermode="closest",
+        template="plotly_white",
+        height=520,
+        margin={"t": 90, "r": 20},
     )
     return fig
 

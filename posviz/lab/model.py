@@ -19,6 +19,13 @@ it too). Two extra evaluation-time variants reuse a trained ``rope`` model uncha
 ("NTK-aware" base scaling, bloc97 2023: :math:`b' = b\, s^{d/(d-2)}`, :math:`s = L/L_{\text{train}}`,
 :math:`d` the head size).
 
+**Paired seeds.** ``GPT(cfg, seed=s)`` draws its weights from separate generators derived from
+``s`` (:func:`derive_seed`): one for everything the methods share (token embedding, blocks, final
+LayerNorm), in a fixed order that does not depend on the method, and one for the position module.
+So with one seed every method starts from *the same* token embeddings and blocks, and differs
+only in its position parameters (the training batches come from a third stream, in
+:mod:`posviz.lab.train`).
+
 Token embeddings are scaled by :math:`\sqrt{d_{\text{model}}}` (Vaswani et al. §3.4, and fairseq,
 which the ALiBi paper used) and initialised :math:`\mathcal{N}(0, 1/d_{\text{model}})`, so a token
 vector and a sinusoid have comparable size at the input; the output layer reuses the embedding.
@@ -46,12 +53,14 @@ from posviz import (
 
 __all__ = [
     "ALL_METHODS",
+    "BeyondLearnedTable",
     "GPT",
     "METHODS",
     "METHOD_KIND",
     "ROPE_VARIANTS",
     "GPTConfig",
     "PositionMethod",
+    "derive_seed",
     "make_position",
 ]
 
@@ -105,6 +114,22 @@ class GPTConfig:
         return asdict(self)
 
 
+class BeyondLearnedTable(IndexError):
+    """The input is longer than the learned position table: the model *cannot run* at that length.
+
+    The only exception :mod:`posviz.lab.evaluate` reports as "cannot run"; any other error
+    propagates.
+    """
+
+
+def derive_seed(seed: int, stream: str) -> int:
+    """A 63-bit seed for one random stream (``"shared"``, ``"position"``, ``"data"``) of run ``seed``."""
+    import hashlib
+
+    digest = hashlib.sha256(f"posviz.lab:{int(seed)}:{stream}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
 class PositionMethod(nn.Module):
     """The plug-in surface. The defaults do nothing (NoPE); each method overrides one hook."""
 
@@ -146,7 +171,8 @@ class SinusoidalPosition(PositionMethod):
 class LearnedPosition(PositionMethod):
     """A learned table, :class:`posviz.LearnedPositionalEmbedding`, with ``block_size`` rows.
 
-    Lengths past the table raise ``IndexError`` (from posviz): such an evaluation "cannot run".
+    Lengths past the table raise :class:`BeyondLearnedTable` (an ``IndexError``): such an
+    evaluation "cannot run".
     """
 
     def __init__(self, cfg: GPTConfig) -> None:
@@ -154,7 +180,12 @@ class LearnedPosition(PositionMethod):
         self.table = LearnedPositionalEmbedding(cfg.block_size, cfg.n_embd)
 
     def add_to_input(self, length: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
-        return self.table(length).to(dtype)  # (T, C); IndexError past max_len
+        if length > self.table.max_len:
+            raise BeyondLearnedTable(
+                f"length {length} is past the learned table: max_len={self.table.max_len} has rows for "
+                f"positions 0..{self.table.max_len - 1} only (a learned table cannot extrapolate)"
+            )
+        return self.table(length).to(dtype)  # (T, C)
 
 
 class RotaryPosition(PositionMethod):
@@ -317,25 +348,40 @@ class Block(nn.Module):
 class GPT(nn.Module):
     """Causal byte-level language model; ``forward(idx)`` returns logits ``(B, T, vocab)``."""
 
-    def __init__(self, cfg: GPTConfig) -> None:
+    def __init__(self, cfg: GPTConfig, seed: int | None = None) -> None:
         super().__init__()
         self.config = cfg
         self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)
         self.position = make_position(cfg)
         self.blocks = nn.ModuleList(Block(cfg, i, self.position) for i in range(cfg.n_layer))
         self.ln_f = nn.LayerNorm(cfg.n_embd)
+        if seed is None:  # draw one from torch's global generator (torch.manual_seed makes it repeatable)
+            seed = int(torch.randint(0, 2**62, (), dtype=torch.long))
+        self.seed = int(seed)
         self._init_weights()
 
+    def shared_parameters(self) -> list[tuple[str, nn.Parameter]]:
+        """``(name, parameter)`` of everything but the position module, in a method-independent order."""
+        return [(n, p) for n, p in self.named_parameters() if not n.startswith("position.")]
+
+    @torch.no_grad()
     def _init_weights(self) -> None:
         cfg = self.config
-        nn.init.normal_(self.wte.weight, std=cfg.n_embd**-0.5)
-        for name, p in self.named_parameters():
-            if name.startswith("blocks.") and name.endswith(".weight") and p.dim() == 2:
+        shared = torch.Generator().manual_seed(derive_seed(self.seed, "shared"))
+        position = torch.Generator().manual_seed(derive_seed(self.seed, "position"))
+        for name, p in self.shared_parameters():
+            if name == "wte.weight":
+                p.normal_(0.0, cfg.n_embd**-0.5, generator=shared)
+            elif name.endswith(".weight") and p.dim() == 2:
                 # GPT-2: N(0, 0.02^2), residual projections scaled by 1/sqrt(2 n_layer)
                 std = 0.02 / math.sqrt(2 * cfg.n_layer) if name.endswith("c_proj.weight") else 0.02
-                nn.init.normal_(p, std=std)
-            elif name.startswith("blocks.") and name.endswith(".bias") and p.dim() == 1 and "ln_" not in name:
-                nn.init.zeros_(p)
+                p.normal_(0.0, std, generator=shared)
+            elif "ln_" in name and name.endswith(".weight"):
+                p.fill_(1.0)
+            else:  # linear and LayerNorm biases
+                p.zero_()
+        for p in self.position.parameters():  # learned table, T5 buckets, Shaw vectors: all N(0, 0.02^2) in posviz
+            p.normal_(0.0, 0.02, generator=position)
 
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -25,7 +25,11 @@ __all__ = [
     "format_tables",
     "load_published",
     "load_results",
+    "inside_spread",
     "machine_info",
+    "paired_differences",
+    "paired_summary",
+    "paired_table",
     "perplexity_ratio",
     "perplexity_table",
     "save_results",
@@ -35,7 +39,7 @@ __all__ = [
 ]
 
 SCHEMA = "posviz.lab/extrapolation"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 PUBLISHED = Path(__file__).resolve().parent / "published" / "extrapolation.json"
 """The committed full run, shipped inside the package (so an installed ``posviz``, on Colab say,
 has it); ``python -m posviz.lab --threads 1 --publish`` rewrites it."""
@@ -67,6 +71,49 @@ def summarize_lists(rows: Sequence[Sequence[float | None]]) -> dict[str, list]:
         for key in out:
             out[key].append(s[key])
     return out
+
+
+def inside_spread(diffs: Sequence[float]) -> bool | None:
+    """Whether a paired difference is *inside the seed spread*: the per-seed differences do not all
+    have the same sign, or their mean is no larger than their sample standard deviation. ``None``
+    with fewer than two seeds (no spread to compare with)."""
+    vals = [float(v) for v in diffs]
+    if len(vals) < 2:
+        return None
+    same_sign = all(v > 0 for v in vals) or all(v < 0 for v in vals)
+    return not (same_sign and abs(statistics.fmean(vals)) > statistics.stdev(vals))
+
+
+def paired_differences(results: dict, method: str, baseline: str, key: str = "perplexity") -> list[list[float] | None]:
+    """Per length, ``method`` minus ``baseline`` for each seed both ran (matched by seed), e.g. the
+    perplexity difference; ``None`` at a length where either cannot run."""
+    a = {s["seed"]: s[key] for s in results["methods"][method]["seeds"]}
+    b = {s["seed"]: s[key] for s in results["methods"][baseline]["seeds"]}
+    seeds = [seed for seed in a if seed in b]
+    out: list[list[float] | None] = []
+    for i in range(len(results["eval_lengths"])):
+        pairs = [(a[seed][i], b[seed][i]) for seed in seeds]
+        out.append(None if not pairs or any(x is None or y is None for x, y in pairs) else [x - y for x, y in pairs])
+    return out
+
+
+def paired_summary(results: dict, baseline: str) -> dict:
+    """``{"baseline", "key": "perplexity", "methods": {NAME: {"diff": [[per seed] | None per length],
+    "mean", "std", "min", "max": [per length], "inside_spread": [bool | None per length]}}}``."""
+    out: dict = {"baseline": baseline, "key": "perplexity", "methods": {}}
+    for name in results["method_order"]:
+        diffs = paired_differences(results, name, baseline)
+        stats = summarize_lists([[None if d is None else d[j] for d in diffs] for j in range(_n_pairs(diffs))])
+        entry = {"diff": diffs, **{k: stats[k] for k in ("mean", "std", "min", "max")}}
+        if not stats["mean"]:  # no seeds in common
+            entry.update({k: [None] * len(diffs) for k in ("mean", "std", "min", "max")})
+        entry["inside_spread"] = [None if d is None or name == baseline else inside_spread(d) for d in diffs]
+        out["methods"][name] = entry
+    return out
+
+
+def _n_pairs(diffs: list) -> int:
+    return next((len(d) for d in diffs if d is not None), 0)
 
 
 def _cpu_name() -> str:
@@ -124,13 +171,17 @@ def validate_results(results: dict) -> None:
     _check(results.get("schema_version") == SCHEMA_VERSION, f"schema_version must be {SCHEMA_VERSION}")
     for key in ("config", "data", "machine", "train_len", "eval_lengths", "method_order", "methods"):
         _check(key in results, f"missing top-level key {key!r}")
-    for key in ("text", "train", "heldout"):
+    for key in ("text", "train", "validation", "heldout"):
         sha = results["data"].get("sha256", {}).get(key)
         _check(isinstance(sha, str) and len(sha) == 64, f"data.sha256.{key} must be a hex SHA-256")
     lengths = results["eval_lengths"]
     n = len(lengths)
     _check(n > 0 and all(isinstance(x, int) for x in lengths), "eval_lengths must be a non-empty list of ints")
     _check(set(results["method_order"]) == set(results["methods"]), "method_order and methods disagree")
+    overlap = results["data"].get("overlap")
+    _check(isinstance(overlap, dict), "data.overlap is missing")
+    for key in ("training_windows_with_heldout_ngram", "validation_ngrams_in_heldout"):
+        _check(overlap.get(key) == 0, f"data.overlap.{key} must be 0, got {overlap.get(key)!r}")
     for name, m in results["methods"].items():
         where = f"methods.{name}"
         for key in ("kind", "trained_as", "params", "memory", "seeds", "aggregate"):
@@ -145,7 +196,9 @@ def validate_results(results: dict) -> None:
             for ppl, reason in zip(s["perplexity"], s["cannot_run"]):
                 _check((ppl is None) == isinstance(reason, str), f"{where}: each length needs a number xor a reason")
             if m["trained_as"] == name:
-                for key in ("final_train_loss", "train_tokens_per_s", "train_tokens_per_cpu_s", "train_seconds"):
+                keys = ("final_train_loss", "train_tokens_per_s", "train_tokens_per_cpu_s", "train_seconds")
+                keys += ("validation_loss",)
+                for key in keys:
                     v = s.get(key)
                     _check(isinstance(v, (int, float)) and math.isfinite(v), f"{where}.seeds[].{key} = {v!r}")
         agg = m["aggregate"]
@@ -154,6 +207,15 @@ def validate_results(results: dict) -> None:
                 _check(len(agg[key][stat]) == n, f"{where}.aggregate.{key}.{stat} must have {n} entries")
                 _finite_or_none(agg[key][stat], f"{where}.aggregate.{key}.{stat}")
         _check(len(m["memory"]["inference_peak_bytes"]) == n, f"{where}.memory.inference_peak_bytes needs {n}")
+        for point in m.get("lr_search", []):
+            _check(len(point["perplexity"]) == n, f"{where}.lr_search[].perplexity needs {n}")
+    paired = results.get("paired")
+    if paired is not None:
+        _check(paired["baseline"] in results["methods"], "paired.baseline is not a method")
+        _check(set(paired["methods"]) == set(results["methods"]), "paired.methods and methods disagree")
+        for name, p in paired["methods"].items():
+            for key in ("diff", "mean", "std", "min", "max", "inside_spread"):
+                _check(len(p[key]) == n, f"paired.methods.{name}.{key} needs {n} entries")
 
 
 def save_results(results: dict, path: str | os.PathLike) -> Path:
@@ -223,6 +285,38 @@ def perplexity_table(results: dict, *, spread: bool = True) -> str:
             cell = _fmt(agg["mean"][i]) + (f" ± {_fmt(agg['std'][i])}" if agg["std"][i] is not None else "")
             if spread:
                 cell += f" [{_fmt(agg['min'][i])}–{_fmt(agg['max'][i])}]"
+            cells.append(cell)
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def paired_table(results: dict) -> str:
+    """Markdown table, method x length: the mean over seeds of the per-seed perplexity difference to
+    the baseline, ± the sample std of those differences; "(inside spread)" marks a difference
+    inside the seed spread (:func:`inside_spread`), "cannot run" where either has no value."""
+    validate_results(results)
+    paired = results.get("paired")
+    if paired is None:
+        raise ValueError("these results have no paired differences (the baseline method was not run)")
+    lengths, train_len = results["eval_lengths"], results["train_len"]
+    lines = [
+        f"| method − {paired['baseline']} | "
+        + " | ".join(f"L = {x}{_multiple(x, train_len)}" for x in lengths)
+        + " |",
+        "|---" + "|--:" * len(lengths) + "|",
+    ]
+    for name in results["method_order"]:
+        if name == paired["baseline"]:
+            continue
+        p = paired["methods"][name]
+        cells = []
+        for i in range(len(lengths)):
+            if p["mean"][i] is None:
+                cells.append("cannot run")
+                continue
+            cell = f"{p['mean'][i]:+.2f}" + (f" ± {p['std'][i]:.2f}" if p["std"][i] is not None else "")
+            if p["inside_spread"][i]:
+                cell += " (inside spread)"
             cells.append(cell)
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

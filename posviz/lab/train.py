@@ -8,10 +8,26 @@ Learning rate: linear warm-up, then cosine decay to ``min_lr_ratio`` of the peak
     \eta_s = \eta\,\frac{s+1}{W} \;(s < W), \qquad
     \eta_s = \eta\Big(r + (1-r)\,\tfrac12\big(1 + \cos\tfrac{\pi (s-W)}{S-W}\big)\Big) \;(s \ge W).
 
-Determinism: :func:`seed_everything` seeds torch's global generator (model initialisation) and
-the batch sampler uses its own ``torch.Generator`` seeded with the same seed, so on the CPU two
-runs with the same seed, the same torch build and the same number of threads give identical
-numbers. ``torch.use_deterministic_algorithms(True, warn_only=True)`` is switched on (it warns,
+Parameter groups (:func:`make_optimizer`): weight decay on the shared 2-D weights only (token
+embedding and the blocks' matrices, as nanoGPT); none on biases and LayerNorms; and the position
+method's own parameters (learned table, T5 buckets, Shaw vectors) in a third group with no weight
+decay and the learning rate :math:`\mu\,\eta_s`, ``position_lr_mult`` :math:`\mu` times the
+schedule. Why: Adam moves a parameter by about the learning rate per step whatever its gradient,
+so with :math:`\mu = 1` a position parameter can travel at most :math:`\sum_s \eta_s` (about 0.44
+over the full run's 400 steps), while the token embedding, multiplied by :math:`\sqrt{d}` in the
+forward pass, moves :math:`\sqrt{d}` times faster at the input, and a T5 bias needs values of
+several units to shape attention. :math:`\mu` is chosen per method on validation
+(:mod:`posviz.lab.experiment`).
+
+Every step records the learning rate the optimizer used (read from its first group), the
+gradient norm before clipping (what ``clip_grad_norm_`` returns) and the loss.
+
+Determinism: :func:`seed_everything` seeds torch's global generator; the model draws its weights
+from its own seed-derived generators (:class:`posviz.lab.model.GPT`) and the batch sampler uses a
+``torch.Generator`` seeded with ``derive_seed(seed, "data")``, the same for every method, so
+every method sees the same batches in the same order; on the CPU two runs with the same seed, the
+same torch build and the same number of threads give identical numbers.
+``torch.use_deterministic_algorithms(True, warn_only=True)`` is switched on (it warns,
 rather than fails, where an op has no deterministic version; on CUDA set
 ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` before starting, as the CLI does). A different thread
 count may change float summation order and hence the last digits.
@@ -29,9 +45,18 @@ import torch
 from torch.nn import functional as F
 
 from .data import sample_batch
-from .model import GPT
+from .model import GPT, derive_seed
 
-__all__ = ["TrainConfig", "TrainResult", "lr_at", "make_optimizer", "seed_everything", "train", "train_step"]
+__all__ = [
+    "TrainConfig",
+    "TrainResult",
+    "lr_at",
+    "make_optimizer",
+    "seed_everything",
+    "set_lr",
+    "train",
+    "train_step",
+]
 
 
 @dataclass
@@ -49,6 +74,7 @@ class TrainConfig:
     grad_clip: float = 1.0
     log_every: int = 10  # training-loss curve resolution
     timing_skip: int = 5  # first steps left out of the throughput (allocator and cache warm-up)
+    position_lr_mult: float = 1.0  # learning rate of the position parameters / the schedule's
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -63,6 +89,9 @@ class TrainResult:
     tokens_per_cpu_s: float  # B*T / median CPU time (time.process_time, all threads) per step
     curve_steps: list[int] = field(default_factory=list)
     curve_loss: list[float] = field(default_factory=list)  # mean loss of the `log_every` steps ending there
+    step_loss: list[float] = field(default_factory=list)  # every step's training loss
+    step_lr: list[float] = field(default_factory=list)  # learning rate used at every step (first group)
+    step_grad_norm: list[float] = field(default_factory=list)  # total gradient norm before clipping
 
 
 def seed_everything(seed: int) -> None:
@@ -81,25 +110,44 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
 
 
 def make_optimizer(model: GPT, cfg: TrainConfig) -> torch.optim.AdamW:
-    """AdamW with weight decay on 2-D weights only (not biases, LayerNorms or position tables < 2-D)."""
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    """AdamW with three groups: ``"decay"`` (shared 2-D weights), ``"no_decay"`` (shared biases and
+    LayerNorms) and ``"position"`` (the position module's parameters: no decay, ``lr_mult`` =
+    ``cfg.position_lr_mult``; empty for methods without parameters). Each group's ``lr_mult``
+    scales the schedule (:func:`set_lr`)."""
+    shared = [p for _, p in model.shared_parameters()]
+    decay = [p for p in shared if p.dim() >= 2]
+    no_decay = [p for p in shared if p.dim() < 2]
+    position = list(model.position.parameters())
+    groups = [
+        {"params": decay, "weight_decay": cfg.weight_decay, "lr_mult": 1.0, "name": "decay"},
+        {"params": no_decay, "weight_decay": 0.0, "lr_mult": 1.0, "name": "no_decay"},
+        {"params": position, "weight_decay": 0.0, "lr_mult": cfg.position_lr_mult, "name": "position"},
+    ]
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
+
+
+def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    """Set every group's learning rate to ``lr * group["lr_mult"]``."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr * group.get("lr_mult", 1.0)
 
 
 def train_step(
     model: GPT, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, grad_clip: float
-) -> torch.Tensor:
-    """One forward/backward/update on ``x, y`` ``(B, T)``; returns the detached loss."""
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One forward/backward/update on ``x, y`` ``(B, T)``; returns the detached loss and the total
+    gradient norm before clipping (clipped to ``grad_clip`` when it is > 0)."""
     logits = model(x)  # (B, T, vocab)
     loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
+    params = [p for p in model.parameters() if p.grad is not None]
     if grad_clip > 0:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        norm = torch.nn.utils.clip_grad_norm_(params, grad_clip)
+    else:
+        norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in params]))
     optimizer.step()
-    return loss.detach()
+    return loss.detach(), norm.detach()
 
 
 def _sync(device: torch.device) -> None:
@@ -113,19 +161,23 @@ def train(
     cfg: TrainConfig,
     seed: int,
     *,
+    starts: torch.Tensor | None = None,
     on_step: Callable[[int, float], None] | None = None,
 ) -> TrainResult:
     """Train ``model`` in place on windows of ``model.config.block_size`` tokens from ``tokens``.
 
-    ``on_step(step, loss)`` is called after every step (for a progress bar). The model's device
-    is used for the batches; the batch sampler's generator lives on the CPU.
+    ``starts``: the allowed window starts (:meth:`posviz.lab.data.Corpus.train_starts`; default
+    all). ``on_step(step, loss)`` is called after every step (for a progress bar). The model's
+    device is used for the batches; the batch sampler's generator lives on the CPU.
     """
     device = next(model.parameters()).device
     length = model.config.block_size
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(derive_seed(seed, "data"))
     optimizer = make_optimizer(model, cfg)
     model.train()
     losses: list[torch.Tensor] = []
+    norms: list[torch.Tensor] = []
+    lrs: list[float] = []
     step_times: list[float] = []
     cpu_times: list[float] = []
     curve_steps: list[int] = []
@@ -133,14 +185,15 @@ def train(
     start = time.perf_counter()
     for step in range(cfg.steps):
         t0, c0 = time.perf_counter(), time.process_time()
-        for group in optimizer.param_groups:
-            group["lr"] = lr_at(step, cfg)
-        x, y = sample_batch(tokens, cfg.batch_size, length, generator)  # (B, T)
-        loss = train_step(model, optimizer, x.to(device), y.to(device), cfg.grad_clip)
+        set_lr(optimizer, lr_at(step, cfg))
+        x, y = sample_batch(tokens, cfg.batch_size, length, generator, starts)  # (B, T)
+        loss, norm = train_step(model, optimizer, x.to(device), y.to(device), cfg.grad_clip)
         _sync(device)
         step_times.append(time.perf_counter() - t0)
         cpu_times.append(time.process_time() - c0)
         losses.append(loss)
+        norms.append(norm)
+        lrs.append(float(optimizer.param_groups[0]["lr"]))
         if (step + 1) % cfg.log_every == 0 or step + 1 == cfg.steps:
             recent = torch.stack(losses[len(losses) - ((step % cfg.log_every) + 1) :]).mean()
             curve_steps.append(step + 1)
@@ -160,4 +213,7 @@ def train(
         tokens_per_cpu_s=tokens_per_step / max(statistics.median(cpu_times[cfg.timing_skip :] or cpu_times), 1e-9),
         curve_steps=curve_steps,
         curve_loss=curve_loss,
+        step_loss=torch.stack(losses).tolist(),
+        step_lr=lrs,
+        step_grad_norm=torch.stack(norms).tolist(),
     )
