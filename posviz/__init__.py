@@ -7,7 +7,7 @@ uses key minus query, see :func:`t5_relative_bucket`); RoPE pairs are interleave
 :math:`(x_{2i}, x_{2i+1})` unless ``layout="half"``.
 """
 
-from ._validate import default_device
+from ._validate import default_device, default_dtype
 from .absolute import (
     LearnedPositionalEmbedding,
     binary_counter_waves,
@@ -17,7 +17,8 @@ from .absolute import (
     sinusoidal_shift_matrix,
 )
 from .alibi import alibi_bias, alibi_distance_weights, alibi_effective_window, alibi_slopes, alibi_window_mass
-from .attention import attention, attention_scores, causal_mask, self_attention
+from .cost import relative_attention_cost
+from .dot_product import attention, attention_scores, attention_weights, causal_mask, self_attention
 from .frequencies import rope_frequencies, wavelengths
 from .learned import cosine_similarity_matrix, learned_table_parameters
 from .relative import (
@@ -25,7 +26,6 @@ from .relative import (
     ShawRelativePosition,
     T5RelativeBias,
     absolute_score_terms,
-    relative_attention_cost,
     relative_positions,
     t5_relative_bucket,
     transformer_xl_scores,
@@ -34,6 +34,7 @@ from .rope import (
     apply_rope,
     clear_rope_cache,
     rope_angles,
+    rope_cache_info,
     rope_complex_view,
     rope_decay_bound,
     rope_layout_permutation,
@@ -47,6 +48,7 @@ __version__ = "0.1.0"
 __all__ = [
     # devices
     "default_device",
+    "default_dtype",
     # absolute: sinusoidal and learned
     "sinusoidal_encoding",
     "sinusoidal_shift_matrix",
@@ -69,6 +71,7 @@ __all__ = [
     "rope_relative_score",
     "rope_scores",
     "clear_rope_cache",
+    "rope_cache_info",
     # ALiBi
     "alibi_slopes",
     "alibi_bias",
@@ -87,6 +90,7 @@ __all__ = [
     # attention
     "attention",
     "attention_scores",
+    "attention_weights",
     "self_attention",
     "causal_mask",
 ]

@@ -17,6 +17,7 @@ from ._validate import (
     check_fits_in_memory,
     check_int,
     check_positive,
+    default_dtype,
     resolve,
     table_dtype,
 )
@@ -108,13 +109,13 @@ def sinusoidal_offset_similarity(
         + \cos p\theta_i \cos (p+k)\theta_i\big) = \sum_{i=0}^{d/2-1} \cos(k\,\theta_i)
 
     It equals ``d/2`` at ``k = 0``, is symmetric in ``k`` and does not depend on ``p``.
-    Keeps the device and dtype of ``offsets`` (integer offsets give float32).
+    Keeps the device and dtype of ``offsets`` (integer offsets give torch's default dtype).
     """
     if not isinstance(offsets, torch.Tensor):
         raise TypeError(f"offsets must be a torch.Tensor, got {type(offsets).__name__}")
     if offsets.is_complex() or offsets.dtype == torch.bool:
         raise TypeError(f"offsets must be a real (integer or floating) tensor, got {offsets.dtype}")
-    dtype = offsets.dtype if offsets.is_floating_point() else torch.float32
+    dtype = offsets.dtype if offsets.is_floating_point() else default_dtype()
     theta = rope_frequencies(dim, base, device=offsets.device, dtype=table_dtype(offsets.device))
     check_fits_in_memory("offset-similarity table", (offsets.numel(), theta.numel()), theta.dtype, offsets.device)
     k = offsets.to(theta.dtype)
@@ -190,7 +191,7 @@ def binary_counter_waves(positions: torch.Tensor, bits: int, *, smooth: bool = F
     bits = check_int("bits", bits, minimum=1, maximum=62)
     if smooth:
         work = table_dtype(positions.device)
-        dtype = positions.dtype if positions.is_floating_point() else torch.float32
+        dtype = positions.dtype if positions.is_floating_point() else default_dtype()
         period_half = 2.0 ** torch.arange(bits, device=positions.device, dtype=work)  # 2^k
         angle = math.pi * (positions.to(work)[..., None] + 0.5) / period_half
         return torch.sin(angle).to(dtype)
@@ -200,7 +201,7 @@ def binary_counter_waves(positions: torch.Tensor, bits: int, *, smooth: bool = F
         )
     shifts = torch.arange(bits, device=positions.device)
     bit = torch.bitwise_and(torch.bitwise_right_shift(positions.long()[..., None], shifts), 1)  # floor(p/2^k) mod 2
-    return (1 - 2 * bit).to(torch.float32)
+    return (1 - 2 * bit).to(default_dtype())
 
 
 class LearnedPositionalEmbedding(nn.Module):

@@ -18,7 +18,7 @@ import numbers
 
 import torch
 
-from ._validate import check_fits_in_memory, check_int, resolve
+from ._validate import check_fits_in_memory, check_int, default_dtype, exact_dtype, resolve
 
 __all__ = [
     "alibi_bias",
@@ -93,28 +93,39 @@ def alibi_bias(
     key_len = query_len if key_len is None else check_int("key_len", key_len, minimum=0)
     device, dtype = resolve(device, dtype)
     if slopes is None:
-        slopes = alibi_slopes(num_heads, device=device, dtype=dtype)
+        slopes = alibi_slopes(num_heads, device=device, dtype=exact_dtype(device))
     else:
         if not isinstance(slopes, torch.Tensor):
             raise TypeError(f"slopes must be a torch.Tensor, got {type(slopes).__name__}")
         if slopes.shape != (num_heads,):
             raise ValueError(f"slopes must have shape [num_heads] = [{num_heads}], got {list(slopes.shape)}")
-        slopes = slopes.to(device=device, dtype=dtype)
-    check_fits_in_memory("ALiBi bias", (num_heads, query_len, key_len), dtype, device)
-    i = torch.arange(query_len, device=device, dtype=dtype)[:, None]
-    j = torch.arange(key_len, device=device, dtype=dtype)[None, :]
-    distance = (i - j).abs_()  # |i - j|, [q, k]
-    return -slopes[:, None, None] * distance  # -m_h |i - j|
+        if not slopes.is_floating_point():
+            raise TypeError(f"slopes must be a floating-point tensor, got {slopes.dtype}")
+        slopes = slopes.detach().to(device=device)
+    work = exact_dtype(device)
+    check_fits_in_memory("ALiBi bias", (num_heads, query_len, key_len), dtype, device,
+                         work=((work, 2 / max(num_heads, 1)), (torch.int64, 1 / max(num_heads, 1))))
+    m = slopes.to(work)
+    i = torch.arange(query_len, device=device)[:, None]  # int64: exact at any length
+    j = torch.arange(key_len, device=device)[None, :]
+    distance = (i - j).abs_().to(work)  # |i - j|, [q, k], exact in float64
+    out = torch.empty(num_heads, query_len, key_len, device=device, dtype=dtype)
+    for h in range(num_heads):  # one [q, k] float64 buffer at a time, rounded once to dtype
+        out[h] = distance * -m[h]  # -m_h |i - j|
+    return out
 
 
 def _as_slopes(slopes: object) -> tuple[torch.Tensor, torch.dtype]:
-    """Slopes as a float64 tensor (float32 on MPS) and the dtype to return; finite and >= 0."""
+    """Slopes as a float64 tensor (float32 on MPS) and the dtype to return: a tensor's own floating
+    dtype, else torch's default dtype (the library's rule, see ``posviz._validate``)."""
     if isinstance(slopes, torch.Tensor):
-        out_dtype = slopes.dtype if slopes.is_floating_point() else torch.float64
-        work = torch.float32 if slopes.device.type == "mps" else torch.float64
-        values = slopes.detach().to(work)
+        if slopes.dtype == torch.bool or slopes.is_complex():
+            raise TypeError(f"slopes must be a real tensor, got {slopes.dtype}")
+        out_dtype = slopes.dtype if slopes.is_floating_point() else default_dtype()
+        values = slopes.detach().to(exact_dtype(slopes.device))
     elif isinstance(slopes, numbers.Real) and not isinstance(slopes, bool):
-        out_dtype, values = torch.float64, torch.tensor(float(slopes), dtype=torch.float64)
+        # a Python number gives torch's default dtype, as torch.tensor(0.5) does
+        out_dtype, values = default_dtype(), torch.tensor(float(slopes), dtype=torch.float64)
     else:
         raise TypeError(f"slopes must be a torch.Tensor or a real number, got {type(slopes).__name__}")
     if values.numel() and not bool(torch.all(torch.isfinite(values) & (values >= 0))):

@@ -36,7 +36,6 @@ import json
 import math
 import os
 import pkgutil
-import platform
 import shutil
 import statistics
 import subprocess
@@ -52,6 +51,8 @@ from typing import Any
 import torch
 
 import posviz
+
+from ._runtime import machine_info, synchronize
 
 Fn = Callable[[], Any]
 
@@ -234,16 +235,11 @@ def all_cases(quick: bool) -> list[Case]:
 # Measuring
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def _time(fn: Fn, device: torch.device) -> float:
-    _sync(device)
+    synchronize(device)
     start = time.perf_counter()
     out = fn()
-    _sync(device)
+    synchronize(device)
     elapsed = time.perf_counter() - start
     del out
     return elapsed
@@ -310,11 +306,11 @@ def _child_peak(index: int, which: str, quick: bool, device: str) -> float:
     fn()  # warm-up: caches filled, as in the timed runs (the result is dropped at once)
     gc.collect()
     if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
+        synchronize(dev)
         torch.cuda.reset_peak_memory_stats(dev)
         before = torch.cuda.memory_allocated(dev)
         out = fn()
-        torch.cuda.synchronize(dev)
+        synchronize(dev)
         return (torch.cuda.max_memory_allocated(dev) - before) / 2**20
     before = _status_kib("VmRSS")
     Path("/proc/self/clear_refs").write_text("5")  # reset the peak (VmHWM) to the current size
@@ -412,25 +408,8 @@ def time_book_build(root: Path) -> dict[str, float]:
 
 
 def machine() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    info = {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-    }
-    if torch.cuda.is_available():
-        info["gpu"] = torch.cuda.get_device_name()
-    return info
+    """What the numbers were measured on (:func:`posviz._runtime.machine_info`)."""
+    return machine_info()
 
 
 def _fmt(x: float | None, spec: str = ".2f") -> str:
@@ -440,8 +419,8 @@ def _fmt(x: float | None, spec: str = ".2f") -> str:
 def markdown(result: dict[str, Any]) -> str:
     m = result["machine"]
     lines = [
-        f"Measured on {m['cpu']} ({m['cores']} cores, {m['torch_threads']} torch threads), "
-        f"torch {m['torch']}, Python {m['python']}{', ' + m['gpu'] if 'gpu' in m else ''}; "
+        f"Measured on {m['cpu']} ({m.get('cpu_count', m.get('cores'))} cores, {m['torch_threads']} torch threads), "
+        f"torch {m['torch']}, Python {m['python']}{', ' + m['gpu'] if m.get('gpu') else ''}; "
         f"{result['date']}. Median of interleaved repeats.",
         "",
     ]

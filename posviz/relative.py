@@ -8,7 +8,7 @@ r"""Relative position encodings: the position enters through the offset between 
 * Raffel et al. (2020), T5: one learned scalar per head for each *bucket* of offsets, added to
   the scores.
 
-``relative_attention_cost`` times plain attention against Shaw-style and T5-bias attention.
+``posviz.cost.relative_attention_cost`` times plain attention against Shaw-style and T5-bias attention.
 
 **Sign conventions.** The book writes the offset as query minus key, :math:`r = m - n`, as the
 article does. Shaw et al. index their tables by :math:`\operatorname{clip}(j - i, k)` (key minus
@@ -22,22 +22,19 @@ Book chapter: *Relative position encoding*.
 from __future__ import annotations
 
 import math
-import statistics
-import time
-from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import torch
 from torch import nn
 
-from ._validate import check_fits_in_memory, check_int, check_positive, resolve
+from ._validate import check_fits_in_memory, check_int, check_positive, check_same_dtype_device, check_tensor, resolve
+from .dot_product import attention
 
 __all__ = [
     "ScoreTerms",
     "ShawRelativePosition",
     "T5RelativeBias",
     "absolute_score_terms",
-    "relative_attention_cost",
     "relative_positions",
     "t5_relative_bucket",
     "transformer_xl_scores",
@@ -185,19 +182,26 @@ class ShawRelativePosition(nn.Module):
         causal: bool = False,
         bias: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Attention with relative keys/values. ``q``: ``[..., Lq, d]``, ``k, v``: ``[..., Lk, d]``.
+        """Attention with relative keys/values. ``q``: ``[..., Lq, d]``, ``k, v``: ``[..., Lk, d]``
+        (one dtype and device). ``bias``: added to the scores, or a boolean mask (True = may
+        attend), as in :func:`posviz.attention`.
 
         Returns ``(output [..., Lq, d], weights [..., Lq, Lk])``.
         """
-        from .attention import attention  # local import: attention.py imports nothing from here
-
+        q = check_tensor("q", q, min_dim=2, shape_hint="[..., Lq, head_dim]")
+        k = check_tensor("k", k, min_dim=2, shape_hint="[..., Lk, head_dim]")
+        v = check_tensor("v", v, min_dim=2, shape_hint="[..., Lk, head_dim]")
+        check_same_dtype_device(q=q, k=k, v=v)
         if q.shape[-1] != self.head_dim:
             raise ValueError(f"q.shape[-1] must equal head_dim={self.head_dim}, got {q.shape[-1]}")
         idx = self.index(q.shape[-2], k.shape[-2])  # [Lq, Lk]
         a_k = self.key_table.to(q.dtype)[idx]  # (Lq, Lk, d)
         scale = 1.0 / math.sqrt(self.head_dim)
         rel = torch.einsum("...md,mnd->...mn", q, a_k) * scale  # q_m . a^K_{mn} / sqrt(d)
-        total = rel if bias is None else rel + bias
+        if bias is not None and isinstance(bias, torch.Tensor) and bias.dtype == torch.bool:
+            total = rel.masked_fill(~bias.to(rel.device), -math.inf)  # PyTorch's sense: True = may attend
+        else:
+            total = rel if bias is None else rel + bias.to(rel.device, rel.dtype)
         out, weights = attention(q, k, v, bias=total, causal=causal, scale=scale)
         if self.value_table is not None:
             a_v = self.value_table.to(q.dtype)[idx]  # (Lq, Lk, d)
@@ -262,15 +266,8 @@ class ScoreTerms(NamedTuple):
 
 
 def _check_float(name: str, t: object, ndim: int | None = None, min_ndim: int | None = None) -> torch.Tensor:
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if not t.is_floating_point():
-        raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}")
-    if ndim is not None and t.dim() != ndim:
-        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {list(t.shape)}")
-    if min_ndim is not None and t.dim() < min_ndim:
-        raise ValueError(f"{name} must have shape [..., seq, dim] (>= {min_ndim} dims), got {list(t.shape)}")
-    return t
+    return check_tensor(name, t, ndim=ndim, min_dim=min_ndim or 0,
+                        shape_hint="" if min_ndim is None else f"[..., seq, dim] (>= {min_ndim} dims)")
 
 
 def _check_last(name: str, t: torch.Tensor, size: int, what: str) -> None:
@@ -324,6 +321,7 @@ def absolute_score_terms(
         _check_float(name, t, min_ndim=2)
     _check_float("w_q", w_q, ndim=2)
     _check_float("w_k", w_k, ndim=2)
+    check_same_dtype_device(e_q=e_q, e_k=e_k, p_q=p_q, p_k=p_k, w_q=w_q, w_k=w_k)
     d_model = e_q.shape[-1]
     for name, t in (("e_k", e_k), ("p_q", p_q), ("p_k", p_k), ("w_q", w_q), ("w_k", w_k)):
         _check_last(name, t, d_model, "e_q.shape[-1] (d_model)")
@@ -415,6 +413,7 @@ def transformer_xl_scores(
         _check_float(name, t, ndim=2)
     _check_float("u", u, ndim=1)
     _check_float("v", v, ndim=1)
+    check_same_dtype_device(e_q=e_q, e_k=e_k, w_q=w_q, w_k_e=w_k_e, w_k_r=w_k_r, u=u, v=v)
     base = check_positive("base", base)
     d_model, d_head, d_r = e_q.shape[-1], w_q.shape[0], w_k_r.shape[1]
     for name, t in (("e_k", e_k), ("w_q", w_q), ("w_k_e", w_k_e)):
@@ -446,109 +445,3 @@ def transformer_xl_scores(
         c=(k @ u).unsqueeze(-2).expand(shape),
         d=(r_keys @ v)[idx].expand(shape),
     )
-
-
-def _median_seconds(fn: Callable[[], object], repeats: int, device: torch.device) -> float:
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    fn()  # warm-up: allocator, kernels, caches
-    sync()
-    times: list[float] = []
-    # at least `repeats` runs, and more (up to 50) until they add up to 0.1 s: short calls get
-    # enough samples for a stable median
-    while len(times) < repeats or (sum(times) < 0.1 and len(times) < 50):
-        start = time.perf_counter()
-        fn()
-        sync()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def relative_attention_cost(
-    lengths: Sequence[int] = (128, 256, 512, 1024),
-    *,
-    num_heads: int = 8,
-    head_dim: int = 64,
-    max_distance: int = 16,
-    num_buckets: int = 32,
-    repeats: int = 5,
-    num_threads: int | None = 1,
-    device: torch.device | str | None = "cpu",
-) -> list[dict[str, float]]:
-    r"""Median wall-clock seconds of one attention call (batch 1), plain and with a relative term.
-
-    For each length :math:`L`, with random ``q, k, v`` of shape ``[1, num_heads, L, head_dim]``
-    and no gradients:
-
-    * ``plain``: :func:`posviz.attention`, the :math:`H \times L \times L` scores and softmax;
-    * ``shaw``: :class:`ShawRelativePosition` (keys and values, clip ``max_distance``), which
-      gathers :math:`a^K_{r}` and :math:`a^V_{r}` for every pair: two :math:`L \times L \times d`
-      tensors, shared by the heads;
-    * ``t5``: :class:`T5RelativeBias` (bidirectional, ``num_buckets``, max distance 128) computed
-      for the :math:`L \times L` pairs, then :func:`posviz.attention` with that
-      :math:`H \times L \times L` bias.
-
-    Each is run once to warm up, then ``repeats`` times, or more (up to 50) until the runs add up
-    to 0.1 s; the median is reported (``time.perf_counter``; CUDA is synchronised). CPU timings
-    use ``num_threads`` PyTorch threads (restored afterwards; ``None`` keeps the current
-    setting): one thread is the least disturbed by other programs on a shared machine. Timings
-    depend on the machine and its load: they are not reproducible.
-
-    Returns:
-        A list with one dict per length,
-        ``{"length": L, "plain": s, "shaw": s, "t5": s, "threads": n}`` (seconds; ``threads`` is
-        the number of CPU threads used).
-    """
-    if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Sequence) or not lengths:
-        raise ValueError(f"lengths must be a non-empty sequence of integers >= 1, got {lengths!r}")
-    lengths = [check_int("lengths[i]", length, minimum=1) for length in lengths]
-    num_heads = check_int("num_heads", num_heads, minimum=1)
-    head_dim = check_int("head_dim", head_dim, minimum=1)
-    repeats = check_int("repeats", repeats, minimum=1)
-    if num_threads is not None:
-        num_threads = check_int("num_threads", num_threads, minimum=1)
-    device, dtype = resolve(device, None)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)  # the modules' random initialisation
-        shaw = ShawRelativePosition(head_dim, max_distance).to(device)
-        t5 = T5RelativeBias(num_heads, num_buckets=num_buckets).to(device)
-    previous_threads = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(num_threads)
-    try:
-        rows = _time_lengths(lengths, shaw, t5, num_heads, head_dim, repeats, device, dtype)
-    finally:
-        torch.set_num_threads(previous_threads)
-    return rows
-
-
-def _time_lengths(
-    lengths: list[int],
-    shaw: ShawRelativePosition,
-    t5: T5RelativeBias,
-    num_heads: int,
-    head_dim: int,
-    repeats: int,
-    device: torch.device,
-    dtype: torch.dtype,
-) -> list[dict[str, float]]:
-    from .attention import attention  # local import: attention.py imports nothing from here
-
-    generator = torch.Generator().manual_seed(0)
-    threads = torch.get_num_threads()
-    rows = []
-    with torch.no_grad():
-        for length in lengths:
-            q, k, v = (
-                torch.randn(1, num_heads, length, head_dim, generator=generator, dtype=dtype).to(device)
-                for _ in range(3)
-            )
-            rows.append(
-                {
-                    "length": length,
-                    "plain": _median_seconds(lambda: attention(q, k, v), repeats, device),  # noqa: B023
-                    "shaw": _median_seconds(lambda: shaw(q, k, v), repeats, device),  # noqa: B023
-                    "t5": _median_seconds(lambda: attention(q, k, v, bias=t5(length)), repeats, device),  # noqa: B023
-                    "threads": threads,
-                }
-            )
-    return rows

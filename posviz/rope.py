@@ -27,18 +27,28 @@ Book chapter: *Rotary position embedding (RoPE)*.
 
 from __future__ import annotations
 
-import functools
-import math
-from typing import Literal
+from collections import OrderedDict
+from typing import Literal, NamedTuple
 
 import torch
 
-from ._validate import check_even_dim, check_fits_in_memory, check_positive, compute_dtype, resolve, table_dtype
+from ._validate import (
+    check_even_dim,
+    check_fits_in_memory,
+    check_positive,
+    check_real,
+    check_tensor,
+    compute_dtype,
+    default_dtype,
+    resolve,
+    table_dtype,
+)
 from .frequencies import rope_frequencies
 
 __all__ = [
     "apply_rope",
     "clear_rope_cache",
+    "rope_cache_info",
     "rope_angles",
     "rope_complex_view",
     "rope_decay_bound",
@@ -52,15 +62,57 @@ Layout = Literal["interleaved", "half"]
 _LAYOUTS = ("interleaved", "half")
 
 
-@functools.lru_cache(maxsize=64)
-def _tables(
+class RopeCacheInfo(NamedTuple):
+    """What :func:`rope_cache_info` reports about the table cache of :func:`apply_rope`."""
+
+    hits: int
+    misses: int
+    entries: int
+    bytes: int
+    max_bytes: int
+
+
+# Tables of apply_rope's default positions, least recently used first. Bounded by bytes (not by a
+# count: one long table can outweigh a hundred short ones); a table larger than the whole budget
+# is computed and not kept. Tables live on their device: clear_rope_cache() frees them.
+_CACHE: OrderedDict[tuple, tuple[torch.Tensor, ...]] = OrderedDict()
+_CACHE_STATS = {"hits": 0, "misses": 0, "bytes": 0}
+ROPE_CACHE_MAX_BYTES = 64 * 2**20
+
+
+def _nbytes(tables: tuple[torch.Tensor, ...]) -> int:
+    return sum(t.numel() * t.element_size() for t in tables)
+
+
+def _build_tables(
     seq: int, dim: int, base: float, device: torch.device, work: torch.dtype, layout: str
 ) -> tuple[torch.Tensor, ...]:
-    """Cached position tables for positions ``0..seq-1`` (never handed to the caller)."""
     exact = table_dtype(device)
     theta = rope_frequencies(dim, base, device=device, dtype=exact)
     angle = torch.arange(seq, device=device, dtype=exact)[:, None] * theta  # m * theta_i, [seq, d/2]
     return _angle_tables(angle, layout, work)
+
+
+def _tables(
+    seq: int, dim: int, base: float, device: torch.device, work: torch.dtype, layout: str
+) -> tuple[torch.Tensor, ...]:
+    """Position tables for positions ``0..seq-1``, cached (never handed to the caller)."""
+    key = (seq, dim, base, device, work, layout)
+    hit = _CACHE.get(key)
+    if hit is not None:
+        _CACHE.move_to_end(key)
+        _CACHE_STATS["hits"] += 1
+        return hit
+    _CACHE_STATS["misses"] += 1
+    tables = _build_tables(seq, dim, base, device, work, layout)
+    size = _nbytes(tables)
+    if size <= ROPE_CACHE_MAX_BYTES:
+        _CACHE[key] = tables
+        _CACHE_STATS["bytes"] += size
+        while _CACHE_STATS["bytes"] > ROPE_CACHE_MAX_BYTES:
+            _, dropped = _CACHE.popitem(last=False)
+            _CACHE_STATS["bytes"] -= _nbytes(dropped)
+    return tables
 
 
 def _angle_tables(angle: torch.Tensor, layout: str, work: torch.dtype) -> tuple[torch.Tensor, ...]:
@@ -72,8 +124,21 @@ def _angle_tables(angle: torch.Tensor, layout: str, work: torch.dtype) -> tuple[
 
 
 def clear_rope_cache() -> None:
-    """Drop the cached cos/sin tables of :func:`apply_rope`."""
-    _tables.cache_clear()
+    """Drop the cached cos/sin tables of :func:`apply_rope` (and reset the counts)."""
+    _CACHE.clear()
+    _CACHE_STATS.update(hits=0, misses=0, bytes=0)
+
+
+def rope_cache_info() -> RopeCacheInfo:
+    """Hits, misses, entries and bytes of :func:`apply_rope`'s table cache.
+
+    The cache keeps the tables of the default positions ``0..seq-1`` per ``(seq, dim, base,
+    device, dtype, layout)``, least recently used dropped first, up to
+    ``posviz.rope.ROPE_CACHE_MAX_BYTES`` (64 MiB) in all; :func:`clear_rope_cache` empties it.
+    """
+    return RopeCacheInfo(
+        _CACHE_STATS["hits"], _CACHE_STATS["misses"], len(_CACHE), _CACHE_STATS["bytes"], ROPE_CACHE_MAX_BYTES
+    )
 
 
 def apply_rope(
@@ -98,7 +163,8 @@ def apply_rope(
     Implementation: interleaved pairs are viewed as complex numbers
     :math:`x_{2i} + \mathrm{i}\,x_{2i+1}` and multiplied by :math:`e^{\mathrm{i} m\theta_i}`
     (one elementwise pass); the half layout uses two fused multiply-adds per half. The
-    cos/sin tables for the default positions are cached across calls.
+    cos/sin tables for the default positions are cached across calls, up to 64 MiB in all
+    (:func:`rope_cache_info`, :func:`clear_rope_cache`).
 
     Args:
         x: floating tensor ``[..., seq, dim]``; ``dim`` even. Output keeps its dtype and device
@@ -108,14 +174,8 @@ def apply_rope(
         base: frequency base, > 0.
         layout: ``"interleaved"`` or ``"half"``.
     """
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
-    if not x.is_floating_point():
-        raise TypeError(f"x must be a floating-point tensor, got {x.dtype}")
-    if x.dim() < 2:
-        raise ValueError(f"x must have shape [..., seq, dim] (at least 2 dims), got {list(x.shape)}")
-    if layout not in _LAYOUTS:
-        raise ValueError(f"layout must be one of {_LAYOUTS}, got {layout!r}")
+    x = check_tensor("x", x, min_dim=2, shape_hint="[..., seq, dim] (at least 2 dims)")
+    layout = _check_layout(layout)
     seq, dim = x.shape[-2], x.shape[-1]
     check_even_dim("dim (x.shape[-1])", dim)
     base = check_positive("base", base)
@@ -180,10 +240,7 @@ def rope_rotation_matrix(
         if position.numel() != 1:
             raise ValueError(f"position must be a single number, got a tensor of shape {list(position.shape)}")
         position = float(position.item())
-    if isinstance(position, bool) or not isinstance(position, (int, float)):
-        raise TypeError(f"position must be a real number, got {type(position).__name__}")
-    if not math.isfinite(position):
-        raise ValueError(f"position must be finite, got {position}")
+    position = check_real("position", position)
     dim = check_even_dim("dim", dim)
     device, dtype = resolve(device, dtype)
     check_fits_in_memory("rotation matrix", (dim, dim), dtype, device)
@@ -235,10 +292,12 @@ def rope_decay_bound(
     which this function returns for each relative distance :math:`m - n` in ``distances``.
     It decays (with oscillation) as the distance grows: that is the paper's Figure 2.
     """
-    if not isinstance(distances, torch.Tensor):
-        raise TypeError(f"distances must be a torch.Tensor, got {type(distances).__name__}")
+    distances = check_tensor("distances", distances, floating=False)
+    if distances.is_complex() or distances.dtype == torch.bool:
+        raise TypeError(f"distances must hold real numbers, got {distances.dtype}")
     dim = check_even_dim("dim", dim)
-    dtype = distances.dtype if distances.is_floating_point() else torch.float32
+    base = check_positive("base", base)
+    dtype = distances.dtype if distances.is_floating_point() else default_dtype()
     work = table_dtype(distances.device)
     check_fits_in_memory("decay-bound table", (distances.numel(), dim // 2), torch.complex128, distances.device)
     theta = rope_frequencies(dim, base, device=distances.device, dtype=work)
@@ -266,21 +325,19 @@ def rope_angles(positions: torch.Tensor | float, dim: int, base: float = 10000.0
 
     Returns:
         ``positions.shape + (dim // 2,)``, computed in float64 and returned in the positions'
-        floating dtype (float32 for integer positions or a Python number), on their device.
+        floating dtype (torch's default dtype for integer positions or a Python number), on their
+        device.
     """
-    if isinstance(positions, bool):
-        raise TypeError("positions must be a torch.Tensor or a real number, got bool")
-    if isinstance(positions, (int, float)):
-        if not math.isfinite(positions):
-            raise ValueError(f"positions must be finite, got {positions}")
-        positions = torch.tensor(float(positions), dtype=torch.float32)
-    if not isinstance(positions, torch.Tensor):
-        raise TypeError(f"positions must be a torch.Tensor or a real number, got {type(positions).__name__}")
+    python_number = not isinstance(positions, torch.Tensor)
+    if python_number:
+        if isinstance(positions, bool) or not isinstance(positions, (int, float)):
+            raise TypeError(f"positions must be a torch.Tensor or a real number, got {type(positions).__name__}")
+        positions = torch.tensor(check_real("positions", positions), dtype=torch.float64)
     if positions.is_complex() or positions.dtype == torch.bool:
         raise TypeError(f"positions must hold real numbers, got {positions.dtype}")
     dim = check_even_dim("dim", dim)
     base = check_positive("base", base)
-    dtype = positions.dtype if positions.is_floating_point() else torch.float32
+    dtype = positions.dtype if positions.is_floating_point() and not python_number else default_dtype()
     work = table_dtype(positions.device)
     check_fits_in_memory("angle table", (positions.numel(), dim // 2), work, positions.device)
     theta = rope_frequencies(dim, base, device=positions.device, dtype=work)
@@ -301,12 +358,7 @@ def _check_layout(layout: object) -> str:
 
 
 def _check_vectors(name: str, x: object) -> torch.Tensor:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if not x.is_floating_point():
-        raise TypeError(f"{name} must be a floating-point tensor, got {x.dtype}")
-    if x.dim() < 1:
-        raise ValueError(f"{name} must have shape [..., dim] (at least 1 dim), got {list(x.shape)}")
+    x = check_tensor(name, x, min_dim=1, shape_hint="[..., dim] (at least 1 dim)")
     check_even_dim(f"dim ({name}.shape[-1])", x.shape[-1])
     return x
 
@@ -363,14 +415,18 @@ def rope_relative_score(
 
     Returns:
         ``[..., len(offsets)]`` (``[...]`` for 0-D ``offsets``), computed in float64, returned in
-        the promoted dtype of ``q`` and ``k``.
+        the dtype of ``q`` and ``k`` (which must match).
     """
     q, k = _check_vectors("q", q), _check_vectors("k", k)
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k must have the same last dim, got q: {q.shape[-1]} and k: {k.shape[-1]}")
+    if q.dtype != k.dtype:
+        raise TypeError(f"q and k must have the same dtype, got q: {q.dtype} and k: {k.dtype}; cast one with .to()")
     if not isinstance(offsets, torch.Tensor):
         raise TypeError(f"offsets must be a torch.Tensor, got {type(offsets).__name__}")
-    if offsets.dim() > 1 or offsets.is_complex() or offsets.dtype == torch.bool:
+    if offsets.is_complex() or offsets.dtype == torch.bool:
+        raise TypeError(f"offsets must hold real numbers, got {offsets.dtype}")
+    if offsets.dim() > 1:
         raise ValueError(
             f"offsets must be a 0-D or 1-D tensor of real numbers, got shape {list(offsets.shape)} ({offsets.dtype})"
         )
@@ -382,7 +438,7 @@ def rope_relative_score(
         raise ValueError(f"q and k must broadcast, got q: {list(q.shape)} and k: {list(k.shape)}") from err
     dim = q.shape[-1]
     check_fits_in_memory("score table", (*batch, max(offsets.numel(), 1), dim // 2), torch.complex128, q.device)
-    out_dtype = torch.promote_types(q.dtype, k.dtype)
+    out_dtype = q.dtype
     work = table_dtype(q.device)
     qc = rope_complex_view(q.to(work), layout=layout)
     kc = rope_complex_view(k.to(device=q.device, dtype=work), layout=layout)
@@ -422,13 +478,13 @@ def rope_scores(
         layout: ``"interleaved"`` or ``"half"``.
         scale: a finite real multiplier.
     """
-    for name, t in (("q", q), ("k", k)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if q.dim() >= 1 and k.dim() >= 1 and q.shape[-1] != k.shape[-1]:
+    q = check_tensor("q", q, min_dim=2, shape_hint="[..., Lq, dim]")
+    k = check_tensor("k", k, min_dim=2, shape_hint="[..., Lk, dim]")
+    if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k must have the same last dim, got q: {q.shape[-1]} and k: {k.shape[-1]}")
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale):
-        raise ValueError(f"scale must be a finite real number, got {scale!r}")
+    if q.dtype != k.dtype:
+        raise TypeError(f"q and k must have the same dtype, got q: {q.dtype} and k: {k.dtype}; cast one with .to()")
+    scale = check_real("scale", scale)
     rq = apply_rope(q, q_positions, base, layout=layout)
     rk = apply_rope(k, k_positions, base, layout=layout)
     return (rq @ rk.transpose(-1, -2)) * scale

@@ -56,9 +56,9 @@ def test_bias_gives_same_attention_as_bloom_style_m_times_j():
 
     h, n, d = 8, 12, 16
     q, k = torch.randn(h, n, d), torch.randn(h, n, d)
-    ours = posviz.attention(q, k, bias=posviz.alibi_bias(h, n, device="cpu"), causal=True)[1]
+    ours = posviz.attention_weights(q, k, bias=posviz.alibi_bias(h, n, device="cpu"), causal=True)
     bloom_bias = build_alibi_tensor(torch.ones(1, n), h, torch.float32)  # [h, 1, n]: m_h * j
-    theirs = posviz.attention(q, k, bias=bloom_bias, causal=True)[1]
+    theirs = posviz.attention_weights(q, k, bias=bloom_bias, causal=True)
     torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
 
 
@@ -93,7 +93,7 @@ def _bias_only_last_row(slopes: torch.Tensor, length: int) -> torch.Tensor:
     h = slopes.shape[0]
     zeros = torch.zeros(h, length, 4, dtype=torch.float64)
     bias = posviz.alibi_bias(h, length, slopes=slopes, device="cpu", dtype=torch.float64)
-    weights = posviz.attention(zeros, zeros, bias=bias, causal=True)[1]
+    weights = posviz.attention_weights(zeros, zeros, bias=bias, causal=True)
     return weights[:, -1, :].flip(-1)  # key j = L - 1 - d
 
 

@@ -14,7 +14,8 @@ def test_every_case_builds_and_matches_its_reference():
         ours, ref, numel = case.setup(torch.device("cpu"))
         a = ours()
         assert numel > 0
-        if ref is None or case.op.startswith("attention"):
+        assert (ref is None) == (case.reference == ""), case.op  # a named reference is always run
+        if ref is None or case.op.startswith("attention"):  # attention: compared in the next test
             continue
         b = ref()
         a, b = (a[0], b[0]) if isinstance(a, tuple) else (a, b)
@@ -29,12 +30,26 @@ def test_attention_case_matches_eager_weights():
     torch.testing.assert_close(out, ref_out.transpose(1, 2), rtol=1e-5, atol=1e-5)
 
 
-def test_measure_reports_ratios():
-    case = bench.all_cases(quick=True)[0]
-    row = bench.measure(case, torch.device("cpu"), budget_s=0.05)
-    assert row.posviz_ms > 0 and row.reference_ms > 0 and row.copy_ms > 0
-    assert row.ratio_reference == pytest.approx(row.posviz_ms / row.reference_ms)
-    assert row.repeats >= 3
+def test_measure_interleaves_the_runs_and_reports_medians(monkeypatch):
+    """With a fake clock (each function's duration fixed) the medians, ratios and order are known."""
+    calls = []
+    durations = {"ours": [0.004, 0.002, 0.002, 0.002], "ref": [0.001] * 4, "copy": [0.008] * 4}
+
+    def fake_time(fn, device):
+        name = fn()
+        calls.append(name)
+        return durations[name][calls.count(name) - 1]
+
+    case = bench.Case(op="fake", size="1", reference="ref", elementwise=True,
+                      setup=lambda device: ((lambda: "ours"), (lambda: "ref"), 4))
+    monkeypatch.setattr(bench, "_time", fake_time)
+    monkeypatch.setattr(torch.Tensor, "clone", lambda self: "copy")
+    row = bench.measure(case, torch.device("cpu"), budget_s=0.0)
+    assert calls[:3] == ["ours", "ref", "copy"]  # warm-up once each
+    assert calls[3:] == ["ours", "ref", "copy"] * row.repeats  # then interleaved
+    assert row.repeats == 3  # the minimum, with no time budget
+    assert row.posviz_ms == 2.0 and row.reference_ms == 1.0 and row.copy_ms == 8.0  # medians, not the warm-up
+    assert row.ratio_reference == 2.0 and row.ratio_copy == 0.25
 
 
 def test_explorers_are_discovered():

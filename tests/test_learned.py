@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import posviz
 from posviz.learned import (
     OneLayerModel,
-    TrainConfig,
+    WindowMaxConfig,
     cosine_similarity_matrix,
     explained_variance,
     learned_table_parameters,
@@ -24,7 +24,7 @@ from posviz.learned import (
     train_window_max,
 )
 
-SMALL = TrainConfig(max_len=12, dim=8, steps=30, checkpoints=(0, 10, 30), probe=32)
+SMALL = WindowMaxConfig(max_len=12, dim=8, steps=30, checkpoints=(0, 10, 30), probe=32)
 
 
 # --- cost -------------------------------------------------------------------------------------
@@ -263,7 +263,7 @@ def test_positional_attention_is_the_softmax_of_the_position_scores():
 )
 def test_config_bad_values(kwargs, error, name):
     with pytest.raises(error, match=name):
-        TrainConfig(**kwargs)
+        WindowMaxConfig(**kwargs)
 
 
 def test_training_is_deterministic_and_leaves_global_state_alone():
@@ -276,7 +276,7 @@ def test_training_is_deterministic_and_leaves_global_state_alone():
     for x, y in zip(a.snapshots, b.snapshots):
         assert torch.equal(x.table, y.table) and torch.equal(x.attention, y.attention) and x.loss == y.loss
     assert not torch.equal(a.snapshots[0].table, a.snapshots[-1].table)
-    other = train_window_max(TrainConfig(max_len=12, dim=8, steps=0, checkpoints=(0,), seed=1))
+    other = train_window_max(WindowMaxConfig(max_len=12, dim=8, steps=0, checkpoints=(0,), seed=1))
     assert not torch.equal(other.snapshots[0].table, a.snapshots[0].table)
 
 
@@ -292,25 +292,25 @@ def test_snapshot_zero_is_the_initial_table_and_the_embedding_holds_it():
 
 
 def test_training_learns_the_task():
-    run = train_window_max(TrainConfig(max_len=16, dim=16, steps=150, checkpoints=(0, 150), probe=128))
+    run = train_window_max(WindowMaxConfig(max_len=16, dim=16, steps=150, checkpoints=(0, 150), probe=128))
     first, last = run.snapshots
     assert first.accuracy < 0.2 and last.accuracy > 0.6 and last.loss < first.loss
 
 
 def test_rows_no_sequence_reaches_never_move():
-    run = train_window_max(TrainConfig(max_len=12, dim=8, seq_len=7, steps=30, checkpoints=(0, 30), probe=16))
+    run = train_window_max(WindowMaxConfig(max_len=12, dim=8, seq_len=7, steps=30, checkpoints=(0, 30), probe=16))
     first, last = run.snapshots[0].table, run.snapshots[-1].table
     assert torch.equal(first[7:], last[7:])  # no gradient, so Adam leaves them exactly as initialised
     assert not torch.equal(first[:7], last[:7])
 
 
 def test_train_grid_keys_and_reuse():
-    base = TrainConfig(steps=0, checkpoints=(0,), probe=4)
+    base = WindowMaxConfig(steps=0, checkpoints=(0,), probe=4)
     grid = train_grid((4, 6), (2,), (0, 1), base=base)
     assert set(grid) == {(4, 2, 0), (4, 2, 1), (6, 2, 0), (6, 2, 1)}
     again = train_grid((4,), (2,), (0,), base=base, runs=grid)
     assert again[(4, 2, 0)] is grid[(4, 2, 0)]
-    different = train_grid((4,), (2,), (0,), base=TrainConfig(steps=1, checkpoints=(0,), probe=4), runs=grid)
+    different = train_grid((4,), (2,), (0,), base=WindowMaxConfig(steps=1, checkpoints=(0,), probe=4), runs=grid)
     assert different[(4, 2, 0)] is not grid[(4, 2, 0)]
     with pytest.raises(TypeError, match="base"):
         train_grid((4,), (2,), base={"steps": 1})

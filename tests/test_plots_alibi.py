@@ -99,19 +99,11 @@ def test_bias_figure_holds_the_bias_and_the_weights():
         np.testing.assert_allclose(z_code[~future], (slope * np.arange(10)[None, :].repeat(10, 0))[~future])
     # weights: posviz.attention with zero q, k and the paper's bias, causal
     zeros = torch.zeros(8, 10, 2, dtype=torch.float64)
-    weights = posviz.attention(zeros, zeros, bias=torch.from_numpy(bias), causal=True)[1].numpy()
+    weights = posviz.attention_weights(zeros, zeros, bias=torch.from_numpy(bias), causal=True).numpy()
     np.testing.assert_allclose(np.asarray(fig.data[2].z)[~future], weights[0][~future])
     assert "max |weights" in fig.layout.title.text
     assert fig.layout.updatemenus[0].buttons[0].label.startswith("bias")
     assert fig.data[0].colorbar.title.text == "bias" and fig.data[2].colorbar.title.text == "weight"
-
-
-def test_significant_digits():
-    from posviz.plots.alibi import _significant
-
-    got = _significant(np.array([0.39346934, 1234567.0, -2.5e-7, 0.0, 1e-40, 1.0]))
-    np.testing.assert_array_equal(got, [0.3935, 1235000.0, -2.5e-7, 0.0, 0.0, 1.0])
-    assert json.dumps(got.tolist()) == "[0.3935, 1235000.0, -2.5e-07, 0.0, 0.0, 1.0]"
 
 
 def test_window_figure_holds_weights_mass_and_window():

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import posviz
-from posviz.attention import attention_scores, self_attention
+from posviz.dot_product import attention_scores, self_attention
 from posviz.plots.attention import (
     DEFAULT_SENTENCE,
     METHOD_LABELS,
@@ -49,8 +49,8 @@ def test_scale_figure_panels_are_posviz_attention_with_and_without_the_scale(ind
     d = dims[index]
     q, k = random_qk(8, d, seed=3)
     scaled, unscaled = _step_data(fig, index)
-    np.testing.assert_allclose(scaled, posviz.attention(q, k)[1].numpy())
-    np.testing.assert_allclose(unscaled, posviz.attention(q, k, scale=1.0)[1].numpy())
+    np.testing.assert_allclose(scaled, posviz.attention_weights(q, k).numpy())
+    np.testing.assert_allclose(unscaled, posviz.attention_weights(q, k, scale=1.0).numpy())
     # the unscaled panel is the softmax of sqrt(d) times the scaled scores (written independently)
     np.testing.assert_allclose(unscaled, torch.softmax(attention_scores(q, k) * math.sqrt(d), -1).numpy())
     title = fig.layout.sliders[0].steps[index].args[1]["title.text"]

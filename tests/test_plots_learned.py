@@ -9,7 +9,7 @@ import torch
 
 from posviz import sinusoidal_encoding
 from posviz.learned import (
-    TrainConfig,
+    WindowMaxConfig,
     cosine_similarity_matrix,
     learned_table_parameters,
     mean_by_offset,
@@ -25,7 +25,7 @@ from posviz.plots.learned import (
     learned_table_figure,
 )
 
-CONFIG = TrainConfig(max_len=12, dim=8, steps=40, checkpoints=(0, 10, 20, 40), probe=32)
+CONFIG = WindowMaxConfig(max_len=12, dim=8, steps=40, checkpoints=(0, 10, 20, 40), probe=32)
 
 
 @pytest.fixture(scope="module")
@@ -116,14 +116,14 @@ def test_attention_figure_shows_the_stored_maps(run):
 
 
 def test_figures_need_snapshots():
-    empty = train_window_max(TrainConfig(max_len=4, dim=2, steps=0, checkpoints=(), probe=2))
+    empty = train_window_max(WindowMaxConfig(max_len=4, dim=2, steps=0, checkpoints=(), probe=2))
     for make in (learned_table_figure, learned_similarity_figure, learned_attention_figure):
         with pytest.raises(ValueError, match="snapshots"):
             make(empty)
 
 
 def test_similarity_needs_an_even_dim():
-    odd = train_window_max(TrainConfig(max_len=4, dim=3, steps=0, checkpoints=(0,), probe=2))
+    odd = train_window_max(WindowMaxConfig(max_len=4, dim=3, steps=0, checkpoints=(0,), probe=2))
     with pytest.raises(ValueError, match="even"):
         learned_similarity_figure(odd)
 

@@ -130,7 +130,7 @@ def test_t5_attention_figure(t5_attention):
     np.testing.assert_allclose(plain0, biased0, rtol=1e-5)  # head 0 has no bias
     g = torch.Generator().manual_seed(1)
     q, k = torch.randn(4, 12, 8, generator=g), torch.randn(4, 12, 8, generator=g)
-    _, expected = posviz.attention(q, k, bias=bias)
+    expected = posviz.attention_weights(q, k, bias=bias)
     np.testing.assert_allclose(_steps(t5_attention)[2].args[0]["z"][1], expected[2].numpy(), rtol=1e-5)
 
 

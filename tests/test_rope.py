@@ -145,10 +145,31 @@ def test_cache_is_reused_and_can_be_cleared():
     posviz.clear_rope_cache()
     x = torch.randn(4, 32, 16)
     a = posviz.apply_rope(x)
+    info = posviz.rope_cache_info()
+    assert (info.hits, info.misses, info.entries) == (0, 1, 1) and info.bytes == 32 * 8 * 8  # complex64 [32, 8]
     b = posviz.apply_rope(x)
+    assert posviz.rope_cache_info().hits == 1  # the second call used the cached table
     torch.testing.assert_close(a, b)
+    posviz.apply_rope(x, layout="half")
+    assert posviz.rope_cache_info().entries == 2
     posviz.clear_rope_cache()
+    assert posviz.rope_cache_info() == (0, 0, 0, 0, posviz.rope.ROPE_CACHE_MAX_BYTES)
     torch.testing.assert_close(posviz.apply_rope(x), a)
+
+
+def test_cache_is_bounded_by_bytes(monkeypatch):
+    posviz.clear_rope_cache()
+    monkeypatch.setattr(posviz.rope, "ROPE_CACHE_MAX_BYTES", 3 * 64 * 8 * 8)  # three [64, 8] complex64 tables
+    x = torch.randn(64, 16)
+    for base in (10.0, 100.0, 1000.0, 10000.0):
+        posviz.apply_rope(x, base=base)
+    info = posviz.rope_cache_info()
+    assert info.entries == 3 and info.bytes <= info.max_bytes  # the least recently used was dropped
+    posviz.apply_rope(x, base=10.0)
+    assert posviz.rope_cache_info().misses == 5  # base 10 was the one dropped
+    posviz.apply_rope(torch.randn(4096, 16))  # larger than the whole budget: computed, not kept
+    assert posviz.rope_cache_info().entries == 3
+    posviz.clear_rope_cache()
 
 
 def test_decay_bound_starts_at_its_maximum_and_decays():
@@ -171,7 +192,7 @@ def test_decay_bound_starts_at_its_maximum_and_decays():
         (lambda: posviz.apply_rope(torch.randn(4, 8), torch.arange(5)), ValueError, "positions must have shape"),
         (lambda: posviz.apply_rope(torch.randn(4, 8), base=0.0), ValueError, "base must be a finite number > 0"),
         (lambda: posviz.rope_rotation_matrix(1, 5), ValueError, "dim must be a positive even integer"),
-        (lambda: posviz.rope_rotation_matrix(float("nan"), 4), ValueError, "position must be finite"),
+        (lambda: posviz.rope_rotation_matrix(float("nan"), 4), ValueError, "position must be a finite number"),
         (lambda: posviz.rope_rotation_matrix("3", 4), TypeError, "position must be a real number"),
         (lambda: posviz.rope_layout_permutation(3), ValueError, "dim must be a positive even integer"),
         (lambda: posviz.rope_decay_bound(torch.arange(3), 9), ValueError, "dim must be a positive even integer"),
@@ -278,7 +299,7 @@ def test_rope_scores_shifted_positions_give_the_same_scores():
     [
         (lambda: posviz.rope.rope_angles("3", 4), TypeError, "positions must be a torch.Tensor or a real number"),
         (lambda: posviz.rope.rope_angles(True, 4), TypeError, "positions must be"),
-        (lambda: posviz.rope.rope_angles(float("inf"), 4), ValueError, "positions must be finite"),
+        (lambda: posviz.rope.rope_angles(float("inf"), 4), ValueError, "positions must be a finite number"),
         (lambda: posviz.rope.rope_angles(torch.ones(2, dtype=torch.bool), 4), TypeError, "real numbers"),
         (lambda: posviz.rope.rope_angles(1.0, 5), ValueError, "dim must be a positive even integer"),
         (lambda: posviz.rope.rope_angles(1.0, 4, base=-1.0), ValueError, "base must be a finite number > 0"),
@@ -316,7 +337,7 @@ def test_rope_scores_shifted_positions_give_the_same_scores():
         (
             lambda: posviz.rope.rope_scores(torch.randn(3, 4), torch.randn(3, 4), scale=float("nan")),
             ValueError,
-            "scale must be a finite real number",
+            "scale must be a finite number",
         ),
         (
             lambda: posviz.rope.rope_scores(torch.randn(3, 4), torch.randn(3, 4), layout="neox"),

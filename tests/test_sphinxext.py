@@ -1,4 +1,4 @@
-"""posviz.sphinxext: the plotly mime renderer and the offline-assets Sphinx extension."""
+"""posviz.sphinxext: the plotly render plugin and the offline-assets Sphinx extension."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ from types import SimpleNamespace
 
 import plotly.graph_objects as go
 import pytest
+import yaml
 from docutils import nodes
-from myst_nb.core.render import get_mime_priority, load_mime_renders
+from myst_nb.core.render import get_mime_priority, load_mime_renders, load_renderer
 from sphinx.application import Sphinx
+from sphinx.util.docutils import docutils_namespace
 
-from posviz.sphinxext import PlotlyMimeRenderer, plotly_html
+from posviz.sphinxext import MIME_PRIORITY_OVERRIDES, PlotlyNbRenderer, plotly_html, plotly_nodes
 from posviz.sphinxext._mime import PLOTLY_MIME
 
 FIGURE = json.loads(go.Figure(go.Scatter(y=[1, 3, 2]), layout={"title": {"text": "t"}}).to_json())
@@ -24,15 +26,27 @@ def _data(content: object, mime: str = PLOTLY_MIME, cell: int = 0, output: int =
     return SimpleNamespace(mime_type=mime, content=content, cell_index=cell, output_index=output)
 
 
-def test_registered_as_a_myst_nb_mime_renderer() -> None:
-    (ep,) = [ep for ep in entry_points(group="myst_nb.mime_renderers") if ep.name == "plotly"]
-    assert ep.load() is PlotlyMimeRenderer
-    assert PlotlyMimeRenderer in load_mime_renders()
-    assert get_mime_priority("html", [])[0] == PLOTLY_MIME  # ahead of text/html and text/plain
+def _handle(data: SimpleNamespace) -> list | None:
+    return plotly_nodes(data)
+
+
+def test_registered_only_as_a_named_render_plugin() -> None:
+    # nothing in the global mime-renderer group: other projects' docs are untouched
+    assert not [ep for ep in entry_points(group="myst_nb.mime_renderers") if ep.value.startswith("posviz")]
+    assert all(not getattr(p, "__module__", "").startswith("posviz") for p in load_mime_renders())
+    assert PLOTLY_MIME not in get_mime_priority("html", [])  # no priority unless a project asks
+    assert load_renderer("posviz-plotly") is PlotlyNbRenderer
+    assert get_mime_priority("html", MIME_PRIORITY_OVERRIDES)[0] == PLOTLY_MIME
+
+
+def test_the_book_config_selects_the_renderer() -> None:
+    config = yaml.safe_load((Path(__file__).parents[1] / "_config.yml").read_text())["sphinx"]["config"]
+    assert config["nb_render_plugin"] == "posviz-plotly"
+    assert [tuple(o) for o in config["nb_mime_priority_overrides"]] == MIME_PRIORITY_OVERRIDES
 
 
 def test_renders_plotly_json_as_a_figure_without_cdn_or_autoplay() -> None:
-    (node,) = PlotlyMimeRenderer.handle_mime(None, _data(FIGURE), False)
+    (node,) = _handle(_data(FIGURE))
     assert isinstance(node, nodes.raw) and node["format"] == "html"
     html = node.astext()
     assert 'class="plotly-graph-div"' in html and "Plotly.newPlot" in html
@@ -41,16 +55,50 @@ def test_renders_plotly_json_as_a_figure_without_cdn_or_autoplay() -> None:
 
 
 def test_accepts_a_json_string_and_rejects_other_mime_types() -> None:
-    assert PlotlyMimeRenderer.handle_mime(None, _data(json.dumps(FIGURE)), False)
-    assert PlotlyMimeRenderer.handle_mime(None, _data("x", mime="text/html"), False) is None
+    assert _handle(_data(json.dumps(FIGURE)))
+    assert _handle(_data("x", mime="text/html")) is None
 
 
 def test_div_ids_are_deterministic_and_distinct_per_output() -> None:
     assert plotly_html(FIGURE, "0-0") == plotly_html(json.loads(json.dumps(FIGURE)), "0-0")
     assert "uuid" not in plotly_html(FIGURE)
-    first = PlotlyMimeRenderer.handle_mime(None, _data(FIGURE, cell=1), False)[0].astext()
-    second = PlotlyMimeRenderer.handle_mime(None, _data(FIGURE, cell=2), False)[0].astext()
+    first = _handle(_data(FIGURE, cell=1))[0].astext()
+    second = _handle(_data(FIGURE, cell=2))[0].astext()
     assert first != second  # the same figure twice on one page gets two ids
+
+
+def _notebook_project(tmp_path: Path, conf: str) -> tuple[str, str]:
+    """Build a one-notebook myst-nb project holding a stored plotly output; return (html, warnings)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text("extensions = ['myst_nb']\nnb_execution_mode = 'off'\nhtml_theme = 'basic'\n" + conf)
+    output = {"output_type": "display_data", "metadata": {}, "data": {PLOTLY_MIME: FIGURE, "text/plain": ["Figure"]}}
+    nb = {
+        "nbformat": 4, "nbformat_minor": 5, "metadata": {},
+        "cells": [
+            {"cell_type": "markdown", "id": "a", "metadata": {}, "source": ["# Page"]},
+            {"cell_type": "code", "id": "b", "metadata": {}, "execution_count": 1, "source": ["fig"],
+             "outputs": [output]},
+        ],
+    }
+    (src / "index.ipynb").write_text(json.dumps(nb))
+    warnings = io.StringIO()
+    with docutils_namespace():  # each build registers its nodes afresh, as a separate process would
+        app = Sphinx(src, src, tmp_path / "out", tmp_path / "doctrees", "html", status=None, warning=warnings)
+        app.build()
+    return (tmp_path / "out" / "index.html").read_text(), warnings.getvalue()
+
+
+def test_another_project_with_posviz_installed_is_unchanged(tmp_path: Path) -> None:
+    html, _ = _notebook_project(tmp_path, "")
+    assert "plotly-graph-div" not in html and "posviz-plotly" not in html  # myst-nb's own fallback
+
+
+def test_a_project_that_selects_the_plugin_gets_figures(tmp_path: Path) -> None:
+    conf = f"nb_render_plugin = 'posviz-plotly'\nnb_mime_priority_overrides = {MIME_PRIORITY_OVERRIDES!r}\n"
+    html, warnings = _notebook_project(tmp_path, conf)
+    assert 'class="plotly-graph-div"' in html and "posviz-plotly" in html
+    assert "unknown" not in warnings.lower()
 
 
 def _build(tmp_path: Path, mathjax_dir: Path) -> tuple[Path, str]:
@@ -67,8 +115,9 @@ def _build(tmp_path: Path, mathjax_dir: Path) -> tuple[Path, str]:
     )
     (src / "math.rst").write_text("Math\n====\n\n:math:`x^2`\n")
     warnings = io.StringIO()
-    app = Sphinx(src, src, tmp_path / "out", tmp_path / "doctrees", "html", status=None, warning=warnings)
-    app.build()
+    with docutils_namespace():  # each build registers its nodes afresh, as a separate process would
+        app = Sphinx(src, src, tmp_path / "out", tmp_path / "doctrees", "html", status=None, warning=warnings)
+        app.build()
     return tmp_path / "out", warnings.getvalue()
 
 

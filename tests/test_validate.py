@@ -1,52 +1,118 @@
+"""posviz._validate: the device/dtype rule, error kinds and the memory guard, seen from the public API."""
+
 import pytest
 import torch
 
 import posviz
-from posviz._validate import check_even_dim, check_fits_in_memory, check_int, check_positive, resolve
+from posviz import _validate
+from posviz._validate import check_fits_in_memory
+
+BUILDERS = {
+    "sinusoidal_encoding": lambda **kw: posviz.sinusoidal_encoding(8, 4, **kw),
+    "rope_frequencies": lambda **kw: posviz.rope_frequencies(8, **kw),
+    "wavelengths": lambda **kw: posviz.wavelengths(8, **kw),
+    "rope_rotation_matrix": lambda **kw: posviz.rope_rotation_matrix(3, 4, **kw),
+    "sinusoidal_shift_matrix": lambda **kw: posviz.sinusoidal_shift_matrix(3, 4, **kw),
+    "sinusoidal_phase_coverage": lambda **kw: posviz.sinusoidal_phase_coverage(8, 4, **kw),
+    "alibi_slopes": lambda **kw: posviz.alibi_slopes(4, **kw),
+    "alibi_bias": lambda **kw: posviz.alibi_bias(2, 5, **kw),
+}
 
 
-def test_default_device_matches_cuda_availability():
-    expected = "cuda" if torch.cuda.is_available() else "cpu"
-    assert posviz.default_device().type == expected
+@pytest.fixture
+def restore_defaults():
+    device, dtype = torch.get_default_device(), torch.get_default_dtype()
+    yield
+    torch.set_default_device(device)
+    torch.set_default_dtype(dtype)
 
 
-def test_resolve_defaults_to_float32_on_default_device():
-    device, dtype = resolve(None, None)
-    assert dtype == torch.float32 and device == posviz.default_device()
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_builders_follow_torchs_default_device_and_dtype(name, restore_defaults):
+    out = BUILDERS[name]()
+    assert out.device.type == "cpu" and out.dtype == torch.float32  # torch's own defaults
+    torch.set_default_dtype(torch.float64)
+    assert BUILDERS[name]().dtype == torch.float64
+    torch.set_default_device("meta")  # a device other than the CPU, present on every machine
+    assert BUILDERS[name]().device.type == "meta"
+    assert BUILDERS[name](device="cpu", dtype=torch.float16).dtype == torch.float16
 
 
-@pytest.mark.parametrize("bad", [1.5, "3", None, True])
-def test_check_int_rejects_non_integers(bad):
-    with pytest.raises(TypeError, match="length must be an integer"):
-        check_int("length", bad)
+def test_builders_never_pick_cuda_on_their_own(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # as on a GPU machine
+    assert posviz.default_device().type == "cpu"
+    assert posviz.alibi_bias(2, 4).device.type == "cpu"
+    assert posviz.relative_positions(3).device.type == "cpu"
+    assert posviz.rope_layout_permutation(4).device.type == "cpu"
 
 
-def test_check_int_names_range():
-    with pytest.raises(ValueError, match=r"length must be >= 0, got -1"):
-        check_int("length", -1, minimum=0)
-    with pytest.raises(ValueError, match=r"n must be in \[1, 4\], got 5"):
-        check_int("n", 5, minimum=1, maximum=4)
+def test_integer_inputs_give_the_default_dtype(restore_defaults):
+    offsets = torch.arange(4)
+    for fn in (lambda: posviz.sinusoidal_offset_similarity(offsets, 8), lambda: posviz.rope_angles(offsets, 8),
+               lambda: posviz.rope_decay_bound(offsets, 8), lambda: posviz.rope_angles(3, 8),
+               lambda: posviz.alibi_effective_window(0.5), lambda: posviz.alibi_window_mass(0.5, 3),
+               lambda: posviz.alibi_distance_weights(0.5, 4), lambda: posviz.binary_counter_waves(offsets, 3)):
+        assert fn().dtype == torch.float32
+        torch.set_default_dtype(torch.float64)
+        assert fn().dtype == torch.float64
+        torch.set_default_dtype(torch.float32)
 
 
-@pytest.mark.parametrize("bad", [0, -2, 3])
-def test_check_even_dim(bad):
-    with pytest.raises(ValueError, match="dim must be"):
-        check_even_dim("dim", bad)
+@pytest.mark.parametrize(
+    ("call", "err", "msg"),
+    [
+        (lambda: posviz.sinusoidal_encoding(4, 4, base="x"), TypeError, "base must be a real number > 0"),
+        (lambda: posviz.sinusoidal_encoding(4, 4, base=-1.0), ValueError, "base must be a finite number > 0"),
+        (lambda: posviz.sinusoidal_encoding(4.0, 4), TypeError, "length must be an integer"),
+        (lambda: posviz.sinusoidal_encoding(-1, 4), ValueError, "length must be >= 0, got -1"),
+        (lambda: posviz.sinusoidal_encoding(4, 3), ValueError, "dim must be a positive even integer"),
+        (lambda: posviz.sinusoidal_encoding(4, 4, dtype=torch.int64), TypeError, "dtype must be a floating"),
+        (lambda: posviz.sinusoidal_encoding(4, 4, device="not-a-device"), ValueError, "device must be"),
+        (lambda: posviz.alibi_bias(0, 4), ValueError, "num_heads must be >= 1"),
+        (lambda: posviz.alibi_bias(True, 4), TypeError, "num_heads must be an integer"),
+        (lambda: posviz.alibi_bias(2, torch.tensor(True)), TypeError, "query_len must be an integer"),
+        (lambda: posviz.rope_scores(torch.randn(3, 4), torch.randn(3, 4), scale="x"), TypeError,
+         "scale must be a real number"),
+        (lambda: posviz.rope_scores(torch.randn(3, 4), torch.randn(3, 4).double()), TypeError, "same dtype"),
+        (lambda: posviz.rope_relative_score(torch.randn(4), torch.randn(4).double(), torch.arange(3)), TypeError,
+         "same dtype"),
+        (lambda: posviz.rope_rotation_matrix("1", 4), TypeError, "position must be a real number"),
+        (lambda: posviz.alibi_window_mass(0.5, 1.5), TypeError, "window must be an integer"),
+    ],
+)
+def test_wrong_kind_is_type_error_wrong_value_is_value_error(call, err, msg):
+    with pytest.raises(err, match=msg):
+        call()
 
 
-@pytest.mark.parametrize("bad", [0, -1.0, float("inf"), float("nan")])
-def test_check_positive(bad):
-    with pytest.raises(ValueError, match="base must be a finite number > 0"):
-        check_positive("base", bad)
+def _meminfo(tmp_path, monkeypatch, free_kib: int, available_kib: int) -> None:
+    path = tmp_path / "meminfo"
+    path.write_text(f"MemTotal: {4 * available_kib} kB\nMemFree: {free_kib} kB\nMemAvailable: {available_kib} kB\n")
+    monkeypatch.setattr(_validate, "MEMINFO", str(path))
 
 
-def test_resolve_rejects_integer_dtype_and_bad_device():
-    with pytest.raises(TypeError, match="dtype must be a floating-point"):
-        resolve("cpu", torch.int64)
-    with pytest.raises(ValueError, match="device must be"):
-        resolve("not-a-device", None)
+def test_memory_guard_uses_available_not_free_memory(tmp_path, monkeypatch):
+    # 16 GiB of float32 with 21.9 GB available but only 1 GB free (the rest is page cache)
+    _meminfo(tmp_path, monkeypatch, free_kib=10**6, available_kib=int(21.9e9 / 1024))
+    assert check_fits_in_memory("ALiBi bias", (16, 16384, 16384), torch.float32, torch.device("cpu")) == 16 * 2**30
 
 
-def test_memory_check_refuses_before_allocating():
-    with pytest.raises(ValueError, match=r"needs .*PiB but only .* is free"):
-        check_fits_in_memory("attention map", (10**6, 10**6, 10**3), torch.float32, torch.device("cpu"))
+def test_memory_guard_counts_working_buffers(tmp_path, monkeypatch):
+    _meminfo(tmp_path, monkeypatch, free_kib=10**6, available_kib=3 * 2**20)  # 3 GiB
+    shape = (2**28,)  # 1 GiB of float32
+    check_fits_in_memory("table", shape, torch.float32, torch.device("cpu"))
+    with pytest.raises(ValueError, match=r"1 x torch.float32 \+ 2 x torch.float64 per element\) needs 5.0 GiB"):
+        check_fits_in_memory("table", shape, torch.float32, torch.device("cpu"), work=((torch.float64, 2),))
+
+
+def test_memory_guard_refuses_before_allocating_and_names_the_fix(tmp_path, monkeypatch):
+    _meminfo(tmp_path, monkeypatch, free_kib=10**6, available_kib=2**20)  # 1 GiB
+    with pytest.raises(ValueError, match=r"ALiBi bias of shape \[8, 20000, 20000\].* needs .* GiB but only 1.0 GiB "
+                                         r"is available on cpu; use a shorter length or fewer heads"):
+        posviz.alibi_bias(8, 20000)
+    with pytest.raises(ValueError, match="sinusoidal table"):
+        posviz.sinusoidal_encoding(10**6, 1024, dtype=torch.float64)
+
+
+def test_memory_guard_has_no_opinion_on_devices_it_cannot_measure():
+    assert check_fits_in_memory("x", (10**12,), torch.float32, torch.device("meta")) == 4 * 10**12

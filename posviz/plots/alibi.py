@@ -25,7 +25,8 @@ from ..alibi import (
     alibi_slopes,
     alibi_window_mass,
 )
-from ..attention import attention
+from ..dot_product import attention_weights
+from ._numbers import significant
 from ._sliders import heatmap_trace, slider_figure
 
 __all__ = ["alibi_bias_figure", "alibi_slopes_figure", "alibi_window_figure", "slope_label"]
@@ -170,8 +171,8 @@ def alibi_bias_figure(num_heads: int = 8, length: int = 12) -> go.Figure:
     j = torch.arange(length, dtype=_F64)
     code = (slopes[:, None] * j)[:, None, :].expand(num_heads, length, length)  # +m_h j, every row
     zeros = torch.zeros(num_heads, length, 1, dtype=_F64)  # equal q.k: only the bias matters
-    w_paper = attention(zeros, zeros, bias=paper, causal=True)[1]
-    w_code = attention(zeros, zeros, bias=code, causal=True)[1]
+    w_paper = attention_weights(zeros, zeros, bias=paper, causal=True)
+    w_code = attention_weights(zeros, zeros, bias=code, causal=True)
     top = float(slopes.max()) * (length - 1)
     axis = {"x": list(range(length)), "y": list(range(length))}
     common = {"xgap": 1, "ygap": 1, "texttemplate": "%{z:.2g}", "textfont": {"size": 10}}
@@ -235,15 +236,6 @@ def alibi_bias_figure(num_heads: int = 8, length: int = 12) -> go.Figure:
     )
 
 
-def _significant(values: np.ndarray, digits: int = 4) -> np.ndarray:
-    """Round to ``digits`` significant digits (short JSON); values below 1e-30 become 0."""
-    v = np.asarray(values, dtype=np.float64)
-    v = np.where(np.abs(v) < 1e-30, 0.0, v)
-    exponent = np.floor(np.log10(np.abs(np.where(v == 0, 1.0, v))))
-    scale = 10.0 ** (digits - 1 - exponent)
-    return np.round(v * scale) / scale
-
-
 def alibi_window_figure(
     num_heads: int = 8, lengths: Sequence[int] = (32, 256, 2048), *, mass: float = 0.9
 ) -> go.Figure:
@@ -261,8 +253,8 @@ def alibi_window_figure(
     for n in lengths:
         delta = torch.arange(n)
         data[n] = (  # 4 significant digits: the slider steps store every value as JSON text
-            _significant(alibi_distance_weights(slopes, n).numpy()),  # [H, L]
-            _significant(alibi_window_mass(slopes[:, None], delta[None, :], n).numpy()),  # [H, L]
+            significant(alibi_distance_weights(slopes, n).numpy()),  # [H, L]
+            significant(alibi_window_mass(slopes[:, None], delta[None, :], n).numpy()),  # [H, L]
             alibi_effective_window(slopes, mass, n).numpy(),  # [H]
         )
 

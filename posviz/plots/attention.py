@@ -1,7 +1,7 @@
 """Figures for the chapter *Why position matters: the attention math*.
 
 Two slider figures that work in the static page (every state is precomputed with
-:mod:`posviz.attention`): :func:`scale_figure` (why the scores are divided by √d) and
+:mod:`posviz.dot_product`): :func:`scale_figure` (why the scores are divided by √d) and
 :func:`permutation_figure` (attention without position is permutation-equivariant; position
 added to x, rotating q and k, or biasing the scores breaks the symmetry). The toy helpers make
 seeded word vectors and projections, and measure how far a layer is from
@@ -20,7 +20,7 @@ import torch
 from .._validate import check_even_dim, check_int, check_positive
 from ..absolute import sinusoidal_encoding
 from ..alibi import alibi_bias
-from ..attention import attention, attention_scores, self_attention
+from ..dot_product import attention_scores, attention_weights, self_attention
 from ._sliders import heatmap_trace, slider_figure
 
 __all__ = [
@@ -87,7 +87,7 @@ def permutation_gap(
 
     Position stays with the slot, not the token: ``position`` (:math:`p_m`), the RoPE rotation
     (``rope_base``) and ``bias`` (:math:`B_{mn}`) apply to the shuffled sequence by slot ``m``
-    whichever token lands there; the keywords are those of :func:`posviz.attention.self_attention`.
+    whichever token lands there; the keywords are those of :func:`posviz.self_attention`.
     Row ``m`` of ``x[perm]`` is token ``perm[m]``.
     """
     perm = torch.as_tensor(perm, dtype=torch.long)
@@ -142,7 +142,7 @@ def scale_figure(
         panels, numbers = [], []
         for axis, scale in (("", None), ("2", 1.0)):
             scores = attention_scores(q, k, scale=scale)
-            _, weights = attention(q, k, scale=scale)
+            weights = attention_weights(q, k, scale=scale)
             numbers.append((weights.max(-1).values.mean().item(), scores.std().item()))
             panels.append(
                 heatmap_trace(weights, coloraxis="coloraxis", xaxis=f"x{axis}", yaxis=f"y{axis}", hovertemplate=hover)
@@ -232,7 +232,7 @@ def position_kwargs(
     alibi_slope: float = 0.5,
     dtype: torch.dtype = torch.float32,
 ) -> dict[str, object]:
-    """Keyword arguments of :func:`posviz.attention.self_attention` that put position in one of
+    """Keyword arguments of :func:`posviz.self_attention` that put position in one of
     the three places: ``"none"``; ``"sinusoidal"`` (added to x, :func:`posviz.sinusoidal_encoding`
     with ``base``); ``"rope"`` (rotating q and k, :func:`posviz.apply_rope` with ``base``);
     ``"alibi"`` (biasing the scores, :func:`posviz.alibi_bias` for one head of slope

@@ -21,6 +21,7 @@ from ..learned import (
     learned_table_parameters,
     mean_by_offset,
 )
+from ._numbers import rounded
 from ._sliders import heatmap_trace, slider_figure
 
 __all__ = [
@@ -53,9 +54,7 @@ _CPU = torch.device("cpu")
 _FONT = {"size": 13}
 
 
-def _np(values: torch.Tensor, decimals: int) -> np.ndarray:
-    """A CPU float64 array rounded for storage in the page."""
-    return np.round(values.detach().to(_CPU, torch.float64).numpy(), decimals)
+
 
 
 def _count(n: int) -> str:
@@ -155,8 +154,8 @@ def learned_table_figure(run: TrainingRun, *, decimals: int = 3) -> go.Figure:
     the pattern at every step).
     """
     if not run.snapshots:
-        raise ValueError("run has no snapshots: give TrainConfig checkpoints <= steps")
-    tables = [_np(snap.table, decimals) for snap in run.snapshots]
+        raise ValueError("run has no snapshots: give WindowMaxConfig checkpoints <= steps")
+    tables = [rounded(snap.table, decimals) for snap in run.snapshots]
     shared = max(float(np.abs(t).max()) for t in tables) or 1.0
     positions, columns = np.arange(run.config.max_len), np.arange(run.config.dim)
 
@@ -206,14 +205,14 @@ def learned_similarity_figure(run: TrainingRun, base: float = 10000.0, *, decima
     against the offset :math:`r = m - n`.
     """
     if not run.snapshots:
-        raise ValueError("run has no snapshots: give TrainConfig checkpoints <= steps")
+        raise ValueError("run has no snapshots: give WindowMaxConfig checkpoints <= steps")
     cfg = run.config
     if cfg.dim % 2:
         raise ValueError(f"the sinusoidal comparison needs an even dim, the run has dim={cfg.dim}")
     sin_sim = cosine_similarity_matrix(sinusoidal_encoding(cfg.max_len, cfg.dim, base, device=_CPU))
-    sin_map, sin_profile = _np(sin_sim, decimals), _np(mean_by_offset(sin_sim), decimals)
+    sin_map, sin_profile = rounded(sin_sim, decimals), rounded(mean_by_offset(sin_sim), decimals)
     sims = [cosine_similarity_matrix(snap.table) for snap in run.snapshots]
-    maps = [(_np(sim, decimals), _np(mean_by_offset(sim), decimals)) for sim in sims]
+    maps = [(rounded(sim, decimals), rounded(mean_by_offset(sim), decimals)) for sim in sims]
     positions = np.arange(cfg.max_len)
     colorbar = {"len": 0.85, "x": 0.415, "thickness": 14, "title": {"text": "cosine"}}
 
@@ -294,10 +293,10 @@ def learned_attention_figure(run: TrainingRun, *, cap: float = 0.5, decimals: in
     otherwise wash out the rest.
     """
     if not run.snapshots:
-        raise ValueError("run has no snapshots: give TrainConfig checkpoints <= steps")
+        raise ValueError("run has no snapshots: give WindowMaxConfig checkpoints <= steps")
     length = run.snapshots[0].attention.shape[-1]
     positions = np.arange(length)
-    maps = [(_np(s.positional_attention, decimals), _np(s.attention, decimals)) for s in run.snapshots]
+    maps = [(rounded(s.positional_attention, decimals), rounded(s.attention, decimals)) for s in run.snapshots]
 
     def heatmap(values: np.ndarray, which: str, axes: str) -> go.Heatmap:
         return heatmap_trace(

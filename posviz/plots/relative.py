@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from .. import attention, relative_positions, sinusoidal_encoding, t5_relative_bucket
+from .. import attention_weights, relative_positions, sinusoidal_encoding, t5_relative_bucket
 from .._validate import check_int
 from ..relative import T5RelativeBias, absolute_score_terms, transformer_xl_scores
 from ._sliders import heatmap_trace, slider_figure
@@ -367,8 +367,8 @@ def t5_attention_figure(length: int = 32, num_heads: int = 8, head_dim: int = 16
     with torch.no_grad():
         t5.embedding.weight.copy_(demo_t5_bias_table(num_heads, 32))
         bias = t5(length)  # [H, L, L]
-    _, plain = attention(q, k)
-    _, biased = attention(q, k, bias=bias)
+    plain = attention_weights(q, k)
+    biased = attention_weights(q, k, bias=bias)
     wmax = 0.5
     hover = "query m = %{y}<br>key n = %{x}<br>WHAT<extra></extra>"
 

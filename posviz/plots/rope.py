@@ -25,6 +25,7 @@ from ..rope import (
     rope_layout_permutation,
     rope_scores,
 )
+from ._numbers import significant
 from ._sliders import heatmap_trace, slider_figure
 
 __all__ = [
@@ -36,21 +37,6 @@ __all__ = [
 
 Q_COLOR, K_COLOR = "#1f77b4", "#ff7f0e"
 BASE_COLORS = ("#2ca02c", "#1f77b4", "#d62728", "#9467bd", "#8c564b")
-
-
-def _sig(values: object, digits: int = 5) -> np.ndarray:
-    """``values`` as float64 numpy, rounded to ``digits`` significant digits (short JSON)."""
-    if isinstance(values, torch.Tensor):
-        values = values.detach().cpu().double().numpy()
-    a = np.asarray(values, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        exponent = np.where(a == 0, 0, np.floor(np.log10(np.abs(a))))
-    decimals = (digits - 1 - exponent).astype(int)
-    out = np.empty_like(a)
-    for dec in np.unique(decimals):  # np.round takes one number of decimals at a time
-        sel = decimals == dec
-        out[sel] = np.round(a[sel], int(dec))
-    return out
 
 
 def base_label(base: float) -> str:
@@ -101,8 +87,8 @@ def _arrow(x: float, y: float, color: str, name: str, text: str, legend: bool, a
 def _circle(radius: float, color: str, axes: tuple[str, str]) -> go.Scatter:
     t = np.linspace(0, 2 * math.pi, 49)
     return go.Scatter(
-        x=_sig(radius * np.cos(t)),
-        y=_sig(radius * np.sin(t)),
+        x=significant(radius * np.cos(t), 5),
+        y=significant(radius * np.sin(t), 5),
         mode="lines",
         line={"color": color, "width": 1, "dash": "dot"},
         hoverinfo="skip",
@@ -250,12 +236,12 @@ def rope_angle_figure(
     def traces(s: int) -> list[go.Scatter]:
         out = []
         for b, a, color in zip(bases, angles, BASE_COLORS):
-            y = _sig(a[s])
+            y = significant(a[s], 5)
             out.append(
                 go.Scatter(
                     x=i,
                     y=y,
-                    customdata=_sig(y / (2 * math.pi), 3),
+                    customdata=significant(y / (2 * math.pi), 3),
                     mode="lines+markers",
                     marker={"size": 4},
                     line={"color": color},
@@ -334,7 +320,7 @@ def rope_score_matrix_figure(
     def traces(b: float) -> list[go.Heatmap]:
         return [
             heatmap_trace(
-                _sig(scores[(b, lay)], 4),
+                significant(scores[(b, lay)], 4),
                 symmetric=True,
                 x=pos,
                 y=pos,
@@ -390,7 +376,7 @@ def rope_decay_figure(
         return [
             go.Scatter(
                 x=x,
-                y=_sig(rope_decay_bound(r, d, b), 4),
+                y=significant(rope_decay_bound(r, d, b), 4),
                 mode="lines",
                 line={"color": color, "width": 1.5},
                 name=f"base {base_label(b)}",

@@ -21,6 +21,7 @@ from ..absolute import (
     sinusoidal_phase_coverage,
 )
 from ..frequencies import rope_frequencies, wavelengths
+from ._numbers import rounded
 from ._sliders import heatmap_trace, slider_figure
 
 __all__ = [
@@ -39,9 +40,7 @@ _CPU = torch.device("cpu")
 _FONT = {"size": 13}
 
 
-def _np(values: torch.Tensor, decimals: int) -> np.ndarray:
-    """A CPU float64 array rounded for storage in the page."""
-    return np.round(values.detach().to(_CPU, torch.float64).numpy(), decimals)
+
 
 
 def _base_label(base: float) -> str:
@@ -84,7 +83,7 @@ def sinusoidal_heatmap_figure(
     def traces(base: float) -> list[go.Heatmap]:
         return [
             heatmap_trace(
-                _np(sinusoidal_encoding(length, d, base, device=_CPU), decimals),
+                rounded(sinusoidal_encoding(length, d, base, device=_CPU), decimals),
                 symmetric=True,
                 zmin=-1.0,
                 zmax=1.0,
@@ -131,9 +130,9 @@ def binary_counter_figure(length: int = 64, bits: int = 6, *, samples_per_positi
     """
     p = torch.arange(length)
     fine = torch.arange(0, (length - 1) * samples_per_position + 1, dtype=torch.float64) / samples_per_position
-    square = _np(binary_counter_waves(p, bits), 0)
-    smooth = _np(binary_counter_waves(fine, bits, smooth=True), 3)
-    x_fine = _np(fine, 3)
+    square = rounded(binary_counter_waves(p, bits), 0)
+    smooth = rounded(binary_counter_waves(fine, bits, smooth=True), 3)
+    x_fine = rounded(fine, 3)
 
     def traces(k: int) -> list[go.Scatter]:
         return [
@@ -196,7 +195,7 @@ def sinusoidal_waves_figure(
     bad = [i for i in pairs if not 0 <= i < dim // 2]
     if bad:
         raise ValueError(f"pairs must lie in [0, {dim // 2 - 1}] for dim={dim}, got {bad}")
-    pe = _np(sinusoidal_encoding(length, dim, base, device=_CPU), decimals)
+    pe = rounded(sinusoidal_encoding(length, dim, base, device=_CPU), decimals)
     theta = rope_frequencies(dim, base, device=_CPU, dtype=torch.float64)
     lam = wavelengths(dim, base, device=_CPU, dtype=torch.float64)
     p = np.arange(length)
@@ -284,7 +283,7 @@ def sinusoidal_similarity_figure(
         return [
             go.Scatter(
                 x=k.numpy().astype(int),
-                y=_np(sinusoidal_offset_similarity(k, d, base) / (d / 2), decimals),
+                y=rounded(sinusoidal_offset_similarity(k, d, base) / (d / 2), decimals),
                 mode="lines",
                 line={"width": 1.6, "color": colors[n % len(colors)]},
                 name=f"d = {d}",
@@ -340,10 +339,10 @@ def sinusoidal_extrapolation_figure(
     if bad:
         raise ValueError(f"pairs must lie in [0, {dim // 2 - 1}] for dim={dim}, got {bad}")
     long = factor * train_length
-    pe = _np(sinusoidal_encoding(long, dim, base, device=_CPU), decimals)
+    pe = rounded(sinusoidal_encoding(long, dim, base, device=_CPU), decimals)
     lam = wavelengths(dim, base, device=_CPU, dtype=torch.float64)
-    seen = _np(sinusoidal_phase_coverage(train_length, dim, base, device=_CPU), decimals)
-    reach = _np(sinusoidal_phase_coverage(long, dim, base, device=_CPU), decimals)
+    seen = rounded(sinusoidal_phase_coverage(train_length, dim, base, device=_CPU), decimals)
+    reach = rounded(sinusoidal_phase_coverage(long, dim, base, device=_CPU), decimals)
     pair_index = np.arange(dim // 2)
     p = np.arange(long)
     train, past = slice(0, train_length), slice(train_length, long)

@@ -1,17 +1,31 @@
 """Sphinx / myst-nb glue that lets the book build offline with live Plotly figures.
 
-Two pieces, both wired up by the book's ``_config.yml``:
+Both pieces are switched on by the book's own ``_config.yml`` and by nothing else (installing
+posviz changes no other project's documentation):
 
-* :class:`PlotlyMimeRenderer`, a myst-nb mime renderer plugin (entry point group
-  ``myst_nb.mime_renderers``, declared in ``pyproject.toml``): it turns the
+* :class:`PlotlyNbRenderer`, a myst-nb render plugin selected by name
+  (``nb_render_plugin: posviz-plotly``, entry point group ``myst_nb.renderers``): it turns the
   ``application/vnd.plotly.v1+json`` outputs that plotly >= 6 emits under a kernel into static
-  HTML with a deterministic ``div`` id, without plotly.js or MathJax inlined.
+  HTML with a deterministic ``div`` id, without plotly.js or MathJax inlined. The book's config
+  also gives that mime type the first place (``nb_mime_priority_overrides``).
 * :func:`setup`, a Sphinx extension (``sphinx: extra_extensions: [posviz.sphinxext]``): it
   serves plotly's own ``plotly.min.js`` on the pages that hold a figure and a local MathJax 3
   (from ``npm ci``'s ``node_modules/mathjax``), so that no page requests anything from a CDN.
+
+It imports Sphinx, docutils and myst-nb, which posviz itself does not need: install them with
+``pip install "posviz[book]"``.
 """
 
-from ._assets import setup
-from ._mime import PlotlyMimeRenderer, plotly_html
+try:
+    import docutils  # noqa: F401
+    import myst_nb  # noqa: F401
+    import sphinx  # noqa: F401
+except ImportError as err:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        f"posviz.sphinxext needs the book toolchain ({err.name} is missing): pip install 'posviz[book]'"
+    ) from err
 
-__all__ = ["PlotlyMimeRenderer", "plotly_html", "setup"]
+from ._assets import setup
+from ._mime import MIME_PRIORITY_OVERRIDES, PlotlyNbRenderer, plotly_html, plotly_nodes
+
+__all__ = ["MIME_PRIORITY_OVERRIDES", "PlotlyNbRenderer", "plotly_html", "plotly_nodes", "setup"]

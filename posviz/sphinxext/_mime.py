@@ -1,14 +1,15 @@
-"""myst-nb mime renderer plugin for ``application/vnd.plotly.v1+json`` outputs."""
+"""myst-nb render plugin for ``application/vnd.plotly.v1+json`` outputs."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 import plotly.io as pio
 from docutils import nodes
+from myst_nb.core.render import MimeData, NbElementRenderer
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 _HTML_BUILDERS = ("html", "dirhtml", "singlehtml")
@@ -40,23 +41,31 @@ def plotly_html(figure: Mapping[str, Any], key: str = "") -> str:
     )
 
 
-class PlotlyMimeRenderer:
-    """Render plotly's JSON mime bundle as HTML (a ``myst_nb`` ``MimeRenderPlugin``).
+def plotly_nodes(data: Any) -> list[nodes.Element] | None:
+    """A raw HTML node for a plotly output (a myst-nb ``MimeData``), ``None`` for anything else."""
+    if data.mime_type != PLOTLY_MIME:
+        return None
+    content = data.content
+    figure = json.loads(content) if isinstance(content, (str, bytes)) else content
+    html = plotly_html(figure, key=f"{data.cell_index}-{data.output_index}")
+    return [nodes.raw(text=html, format="html", classes=["output", "text_html", "posviz-plotly"])]
 
-    For HTML builders the plotly mime type gets the highest priority, ahead of the
-    ``text/html`` and ``text/plain`` fallbacks in the same output.
+
+MIME_PRIORITY_OVERRIDES: list[tuple[str, str, int]] = [(builder, PLOTLY_MIME, 0) for builder in _HTML_BUILDERS]
+"""What the book's ``nb_mime_priority_overrides`` must hold: plotly's mime type first for HTML
+builders, ahead of the ``text/html`` and ``text/plain`` fallbacks in the same output."""
+
+
+class PlotlyNbRenderer(NbElementRenderer):
+    """myst-nb's element renderer, plus plotly's JSON mime bundle rendered as HTML.
+
+    A *named* render plugin (entry point ``myst_nb.renderers: posviz-plotly``), so it acts only
+    in a project whose configuration asks for it (``nb_render_plugin: posviz-plotly``, as the
+    book's ``_config.yml`` does). Installing posviz changes nothing in any other project's docs.
     """
 
-    mime_priority_overrides: ClassVar[list[tuple[str, str, int | None]]] = [
-        (builder, PLOTLY_MIME, 0) for builder in _HTML_BUILDERS
-    ]
+    def render_mime_type(self, data: MimeData) -> list[nodes.Element]:
+        return plotly_nodes(data) or super().render_mime_type(data)
 
-    @staticmethod
-    def handle_mime(renderer: Any, data: Any, inline: bool) -> list[nodes.Element] | None:
-        """Return a raw HTML node for a plotly output, ``None`` for anything else."""
-        if data.mime_type != PLOTLY_MIME:
-            return None
-        content = data.content
-        figure = json.loads(content) if isinstance(content, (str, bytes)) else content
-        html = plotly_html(figure, key=f"{data.cell_index}-{data.output_index}")
-        return [nodes.raw(text=html, format="html", classes=["output", "text_html", "posviz-plotly"])]
+    def render_mime_type_inline(self, data: MimeData) -> list[nodes.Element]:
+        return plotly_nodes(data) or super().render_mime_type_inline(data)

@@ -27,7 +27,7 @@ def test_bias_and_scale_match_sdpa():
 
 def test_rectangular_causal_is_top_left_aligned():
     q, k = torch.randn(3, 4), torch.randn(5, 4)
-    _, w = posviz.attention(q, k, causal=True)
+    w = posviz.attention_weights(q, k, causal=True)
     assert torch.all(w[0, 1:] == 0) and torch.all(w[2, 3:] == 0) and torch.all(w[2, :3] > 0)
 
 
@@ -36,8 +36,7 @@ def test_rectangular_causal_is_top_left_aligned():
 def test_rows_sum_to_one_and_causal_zeros(lq, lk, d, causal, seed):
     g = torch.Generator().manual_seed(seed)
     q, k = torch.randn(lq, d, generator=g), torch.randn(lk, d, generator=g)
-    out, w = posviz.attention(q, k, causal=causal)
-    assert out is None
+    w = posviz.attention_weights(q, k, causal=causal)
     torch.testing.assert_close(w.sum(-1), torch.ones(lq))
     if causal:
         assert torch.all(w.triu(1) == 0)
@@ -65,16 +64,31 @@ def test_causal_mask():
 @pytest.mark.parametrize(
     ("call", "err", "msg"),
     [
-        (lambda: posviz.attention(torch.randn(3, 4), torch.randn(3, 5)), ValueError, "same last dim"),
+        (lambda: posviz.attention_weights(torch.randn(3, 4), torch.randn(3, 5)), ValueError, "same last dim"),
         (lambda: posviz.attention(torch.randn(3, 4), torch.randn(3, 4), torch.randn(2, 4)), ValueError, "as many rows"),
-        (lambda: posviz.attention(torch.randn(2, 3, 4), torch.randn(5, 3, 4)), ValueError, "do not broadcast"),
-        (lambda: posviz.attention(torch.randn(3, 4), torch.randn(3, 4), bias=torch.randn(2, 2)), ValueError,
+        (lambda: posviz.attention_weights(torch.randn(2, 3, 4), torch.randn(5, 3, 4)), ValueError, "do not broadcast"),
+        (lambda: posviz.attention_weights(torch.randn(3, 4), torch.randn(3, 4), bias=torch.randn(2, 2)), ValueError,
          "do not broadcast"),
-        (lambda: posviz.attention(torch.randn(4), torch.randn(4)), ValueError, r"shape \[..., seq, dim\]"),
-        (lambda: posviz.attention(torch.ones(3, 4, dtype=torch.long), torch.randn(3, 4)), TypeError, "floating"),
-        (lambda: posviz.attention("q", torch.randn(3, 4)), TypeError, "q must be a torch.Tensor"),
-        (lambda: posviz.attention(torch.randn(3, 4), torch.randn(3, 4), bias=[1.0]), TypeError, "bias must be"),
-        (lambda: posviz.attention(torch.randn(1, 4).expand(10**6, 4), torch.randn(1, 4).expand(10**6, 4)),
+        (lambda: posviz.attention_weights(torch.randn(4), torch.randn(4)), ValueError, r"shape \[..., Lq, d\]"),
+        (lambda: posviz.attention_weights(torch.ones(3, 4, dtype=torch.long), torch.randn(3, 4)), TypeError,
+         "floating"),
+        (lambda: posviz.attention_weights("q", torch.randn(3, 4)), TypeError, "q must be a torch.Tensor"),
+        (lambda: posviz.attention_weights(torch.randn(3, 4), torch.randn(3, 4), bias=[1.0]), TypeError,
+         "bias must be"),
+        (lambda: posviz.attention_weights(torch.randn(3, 4), torch.randn(3, 4), bias=torch.ones(3, 3).long()),
+         TypeError, "boolean mask"),
+        (lambda: posviz.attention_weights(torch.randn(3, 4), torch.randn(3, 4), scale="x"), TypeError,
+         "scale must be a real number"),
+        (lambda: posviz.attention_weights(torch.randn(3, 4), torch.randn(3, 4), scale=float("nan")), ValueError,
+         "scale must be a finite number"),
+        (lambda: posviz.attention_weights(torch.randn(3, 4), torch.randn(3, 4, dtype=torch.float64)), TypeError,
+         "q and k must have the same dtype"),
+        (lambda: posviz.attention(torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4, dtype=torch.float64)),
+         TypeError, "v must have q's dtype"),
+        (lambda: posviz.attention(torch.randn(3, 4), torch.randn(3, 4), "v"), TypeError, "v must be a torch.Tensor"),
+        (lambda: posviz.attention_weights(torch.randn(3, 4), torch.randn(3, 4, device="meta")), ValueError,
+         "same device"),
+        (lambda: posviz.attention_weights(torch.randn(1, 4).expand(10**6, 4), torch.randn(1, 4).expand(10**6, 4)),
          ValueError, r"attention map of shape \[1000000, 1000000\].* needs .* TiB"),
     ],
 )
@@ -90,7 +104,7 @@ def test_bad_input(call, err, msg):
 def test_attention_scores_formula(causal):
     q, k = torch.randn(2, 5, 8, dtype=torch.float64), torch.randn(2, 7, 8, dtype=torch.float64)
     bias = torch.randn(5, 7, dtype=torch.float64)
-    from posviz.attention import attention_scores
+    from posviz.dot_product import attention_scores
 
     s = attention_scores(q, k, bias=bias, causal=causal)
     expected = torch.einsum("bmd,bnd->bmn", q, k) / 8**0.5 + bias  # s_mn = q_m.k_n / sqrt(d) + B_mn
@@ -102,29 +116,26 @@ def test_attention_scores_formula(causal):
 
 
 def test_softmax_of_the_scores_is_the_attention_weights():
-    from posviz.attention import attention_scores
+    from posviz.dot_product import attention_scores
 
     q, k = torch.randn(6, 4), torch.randn(9, 4)
     for scale in (None, 1.0, 0.1):
-        _, w = posviz.attention(q, k, scale=scale, causal=True)
+        w = posviz.attention_weights(q, k, scale=scale, causal=True)
         torch.testing.assert_close(torch.softmax(attention_scores(q, k, scale=scale, causal=True), -1), w)
+        _, w2 = posviz.attention(q, k, torch.randn(9, 3), scale=scale, causal=True)
+        torch.testing.assert_close(w2, w)
 
 
-@pytest.mark.parametrize("d", [4, 64, 1024])
-def test_score_variance_is_d_unscaled_and_one_scaled(d):
-    """Vaswani et al.'s footnote 4: Var(q.k) = d for independent unit-variance components."""
-    from posviz.attention import attention_scores
+def test_default_scale_is_one_over_sqrt_d():
+    """Vaswani et al.'s footnote 4: with Var(q.k) = d, dividing by sqrt(d) gives unit variance."""
+    from posviz.dot_product import attention_scores
 
-    g = torch.Generator().manual_seed(d)
-    q, k = torch.randn(2, 20000, 1, d, generator=g, dtype=torch.float64)
-    unscaled = attention_scores(q, k, scale=1.0).flatten()
-    scaled = attention_scores(q, k).flatten()
-    assert abs(unscaled.var().item() / d - 1) < 0.05
-    assert abs(scaled.var().item() - 1) < 0.05
+    q, k = torch.randn(5, 64, dtype=torch.float64), torch.randn(7, 64, dtype=torch.float64)
+    torch.testing.assert_close(attention_scores(q, k), attention_scores(q, k, scale=1.0) / 8.0, rtol=0, atol=1e-15)
 
 
 def test_self_attention_matches_linear_layers_and_sdpa():
-    from posviz.attention import self_attention
+    from posviz.dot_product import self_attention
 
     L, d, dk, dv = 7, 8, 6, 5
     x = torch.randn(2, L, d, dtype=torch.float64)
@@ -141,7 +152,7 @@ def test_self_attention_matches_linear_layers_and_sdpa():
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(2, 12), d=st.integers(1, 8).map(lambda h: 2 * h), seed=st.integers(0, 99))
 def test_self_attention_is_permutation_equivariant_only_without_position(n, d, seed):
-    from posviz.attention import self_attention
+    from posviz.dot_product import self_attention
 
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(n, d, generator=g, dtype=torch.float64)
@@ -158,7 +169,7 @@ def test_self_attention_is_permutation_equivariant_only_without_position(n, d, s
 
 
 def test_self_attention_rope_rotates_queries_and_keys():
-    from posviz.attention import self_attention
+    from posviz.dot_product import self_attention
 
     L, d = 6, 8
     x, w = torch.randn(L, d, dtype=torch.float64), torch.randn(3, d, d, dtype=torch.float64)
@@ -178,7 +189,7 @@ def test_self_attention_rope_rotates_queries_and_keys():
 
 
 def test_self_attention_without_position_ignores_order_of_a_set():
-    from posviz.attention import self_attention
+    from posviz.dot_product import self_attention
 
     x, w = torch.randn(3, 4), torch.randn(3, 4, 4)
     out, _ = self_attention(x, *w)
@@ -200,16 +211,94 @@ def test_self_attention_without_position_ignores_order_of_a_set():
     ],
 )
 def test_self_attention_bad_input(call, err, msg):
-    from posviz.attention import self_attention
+    from posviz.dot_product import self_attention
 
     with pytest.raises(err, match=msg):
         call(self_attention)
 
 
 def test_attention_scores_bad_input():
-    from posviz.attention import attention_scores
+    from posviz.dot_product import attention_scores
 
     with pytest.raises(ValueError, match="same last dim"):
         attention_scores(torch.randn(3, 4), torch.randn(3, 5))
     with pytest.raises(TypeError, match="k must be a torch.Tensor"):
         attention_scores(torch.randn(3, 4), None)
+
+
+# --- masks in PyTorch's sense, as scaled_dot_product_attention (True = may attend) ---------------
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_boolean_mask_matches_sdpa(causal):
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 9, 8, generator=g, dtype=torch.float64) for _ in range(3))
+    mask = torch.rand(9, 9, generator=g) > 0.4
+    mask |= torch.eye(9, dtype=torch.bool)  # every row keeps a key, also under the causal mask
+    out, w = posviz.attention(q, k, v, bias=mask, causal=causal)
+    full = mask & ~posviz.causal_mask(9, 9) if causal else mask
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=full)
+    torch.testing.assert_close(out, ref)
+    assert torch.all(w[..., ~full] == 0)  # no weight on a masked key
+    torch.testing.assert_close(w.sum(-1), torch.ones(2, 3, 9, dtype=torch.float64))
+
+
+def test_boolean_mask_broadcasts_per_head_and_is_not_added():
+    q, k, v = (torch.randn(4, 6, 8, dtype=torch.float64) for _ in range(3))
+    mask = torch.ones(4, 6, 6, dtype=torch.bool)
+    mask[1, :, 0] = False
+    out, w = posviz.attention(q, k, v, bias=mask)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
+    torch.testing.assert_close(w[0], posviz.attention_weights(q[0], k[0]))  # all True = no mask, not +1
+    assert torch.all(w[1, :, 0] == 0)
+
+
+def test_a_row_with_every_key_masked_gets_zeros_as_in_sdpa():
+    q, k, v = (torch.randn(3, 4, dtype=torch.float64) for _ in range(3))
+    mask = torch.tensor([[True, False, False], [False, False, False], [True, True, True]])
+    out, w = posviz.attention(q, k, v, bias=mask)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
+    assert torch.all(w[1] == 0) and not torch.isnan(w).any()
+
+
+def test_boolean_mask_in_scores_is_minus_infinity():
+    q, k = torch.randn(2, 4), torch.randn(3, 4)
+    mask = torch.tensor([[True, False, True], [False, True, True]])
+    s = posviz.attention_scores(q, k, bias=mask)
+    assert torch.all(torch.isinf(s[~mask])) and torch.all(torch.isfinite(s[mask]))
+    torch.testing.assert_close(s[mask], posviz.attention_scores(q, k)[mask])
+
+
+def test_float_bias_is_cast_to_the_scores_dtype():
+    q, k, v = (torch.randn(5, 4) for _ in range(3))
+    bias = posviz.alibi_bias(1, 5, dtype=torch.float64)[0]
+    out, w = posviz.attention(q, k, v, bias=bias)
+    assert out.dtype == w.dtype == torch.float32
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=bias.float()))
+
+
+def test_a_bias_on_another_device_is_moved_to_the_scores_device(monkeypatch):
+    """The README's example: q on the CPU, the bias built elsewhere. Checked with the meta device."""
+    q = torch.randn(2, 5, 4, device="meta")
+    bias = posviz.alibi_bias(2, 5)  # torch's default device: the CPU
+    assert bias.device.type == "cpu"
+    out, w = posviz.attention(q, q, q, bias=bias)
+    assert out.device.type == w.device.type == "meta"
+    mask = torch.ones(5, 5, dtype=torch.bool)
+    assert posviz.attention_weights(q, q, bias=mask).device.type == "meta"
+
+
+def test_attention_is_the_function_and_the_module_has_another_name():
+    import importlib
+
+    import posviz.dot_product as module
+
+    assert callable(posviz.attention) and posviz.attention is module.attention
+    assert importlib.import_module("posviz").attention is module.attention
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("posviz.attention")
+
+
+def test_v_is_required():
+    with pytest.raises(TypeError):
+        posviz.attention(torch.randn(3, 4), torch.randn(3, 4))  # weights alone: attention_weights
