@@ -4,6 +4,8 @@ results schema, figures, CLI)."""
 from __future__ import annotations
 
 import hashlib
+import importlib
+import importlib.util
 import json
 import math
 import re
@@ -53,15 +55,17 @@ def with_scaling(method: str, block_size: int = 8) -> GPT:
 # --- data ---------------------------------------------------------------------------------------
 
 
-def test_corpus_is_the_pydoc_topics_split_90_10_with_hashes(corpus):
+def test_corpus_is_the_pydoc_topics_split_three_ways_with_hashes(corpus):
     raw = load_text().encode("utf-8")
     info = corpus.info
     assert info["n_tokens"] == len(raw) > 400_000
-    assert info["n_train_tokens"] == int(len(raw) * 0.9) == len(corpus.train)
-    assert info["n_train_tokens"] + info["n_heldout_tokens"] == len(raw)
+    n = {"train": len(corpus.train), "validation": len(corpus.validation), "heldout": len(corpus.heldout)}
+    assert info["n_train_tokens"] == n["train"] and info["n_heldout_tokens"] == n["heldout"]
+    assert info["n_validation_tokens"] == n["validation"] and sum(n.values()) == len(raw)
+    assert 0.85 <= n["train"] / len(raw) and n["heldout"] / len(raw) <= 0.1 and n["validation"] / len(raw) <= 0.05
     assert info["sha256"]["text"] == hashlib.sha256(raw).hexdigest()
-    assert info["sha256"]["train"] == hashlib.sha256(bytes(corpus.train.tolist())).hexdigest()
-    assert info["sha256"]["heldout"] == hashlib.sha256(bytes(corpus.heldout.tolist())).hexdigest()
+    for split, tokens in (("train", corpus.train), ("validation", corpus.validation), ("heldout", corpus.heldout)):
+        assert info["sha256"][split] == hashlib.sha256(bytes(tokens.tolist())).hexdigest()
     assert info["python"] == sys.version
     assert corpus.train.dtype == torch.long and int(corpus.train.max()) < 256
 
@@ -120,8 +124,14 @@ def test_method_calls_its_posviz_function(monkeypatch, method, owner, name):
 
 @pytest.mark.parametrize("method", METHODS)
 def test_attention_is_posviz_attention_with_causal_mask(monkeypatch, method):
-    # Shaw's module imports posviz.attention.attention itself; everyone else goes through the model's reference.
-    owner = sys.modules["posviz.attention"] if method == "shaw" else lab_model
+    # Shaw's module calls posviz's attention function through its own module's name for it (or
+    # imports it when called); everyone else goes through the model's reference.
+    owner = lab_model
+    if method == "shaw":
+        owner = sys.modules[posviz.ShawRelativePosition.__module__]
+        if not callable(getattr(owner, "attention", None)):
+            found = importlib.util.find_spec("posviz.dot_product")
+            owner = importlib.import_module("posviz.dot_product" if found else "posviz.attention")
     calls = spy(monkeypatch, owner, "attention")
     model = tiny_model(method, n_layer=2)
     model(torch.randint(0, 256, (2, 8)))
@@ -277,6 +287,8 @@ def tiny_results():
         train=TrainConfig(steps=4, warmup_steps=1, batch_size=4, log_every=2),
         eval_tokens_per_batch=64,
         eval_max_tokens=256,
+        validation_max_tokens=512,
+        position_lr_grid=[10.0],
         mode="test",
     )
     return run_experiment(cfg, progress=False)
@@ -484,37 +496,15 @@ def test_inference_at_length_figure_matches_the_results(tiny_results):
         inference_at_length_figure(tiny_results, clock="gpu")
 
 
-def test_cli_publish_writes_the_package_copy(tmp_path, monkeypatch, capsys):
+def test_cli_replot_publish_draws_the_package_copy(tiny_results, tmp_path, monkeypatch, capsys):
     import posviz.lab.results as lab_results
     from posviz.lab.cli import main
 
     target = tmp_path / "published" / "extrapolation.json"
+    save_results(tiny_results, target)
     monkeypatch.setattr(lab_results, "PUBLISHED", target)
-    assert main(["--quick", "--publish"]) == 2  # a quick run is never published
-    assert not target.exists()
-    args = [
-        "--steps",
-        "2",
-        "--seeds",
-        "0",
-        "--methods",
-        "alibi",
-        "--train-len",
-        "16",
-        "--eval-multipliers",
-        "1",
-        "2",
-        "--no-progress",
-        "--device",
-        "cpu",
-        "--publish",
-    ]
-    monkeypatch.chdir(tmp_path)
-    assert main(args) == 0
-    r = load_results(target)
-    assert r["config"]["mode"] == "full" and r["method_order"] == ["alibi"]
-    assert not (tmp_path / "results").exists()  # no --out: nothing but the package copy
     out = tmp_path / "figs"
     assert main(["--replot", "--publish", "--plotlyjs", "cdn", "--out", str(out)]) == 0
     assert (out / "perplexity.html").exists() and not (out / "results.json").exists()
+    assert main(["--quick", "--publish"]) == 2  # a quick run is never published (nothing runs)
     capsys.readouterr()
