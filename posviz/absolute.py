@@ -46,8 +46,7 @@ def sinusoidal_encoding(
 
     .. math::
 
-        PE_{(p,\,2i)} = \sin\!\left(p\,\theta_i\right), \qquad
-        PE_{(p,\,2i+1)} = \cos\!\left(p\,\theta_i\right), \qquad
+        PE(p, 2i) = \sin(p\,\theta_i), \qquad PE(p, 2i+1) = \cos(p\,\theta_i), \qquad
         \theta_i = \text{base}^{-2i/d}
 
     Sines sit in the even columns and cosines in the odd ones (the paper's layout, not the

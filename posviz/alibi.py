@@ -1,9 +1,13 @@
 r"""Attention with Linear Biases (ALiBi; Press, Smith and Lewis, *Train Short, Test Long*, 2022).
 
 No position is added to the embeddings. Each head :math:`h` adds a fixed penalty to its
-attention scores, proportional to the query-key distance:
+attention scores, proportional to the query-key distance (the book's equation *alibi-score*):
 
-.. math:: \text{score}_{h,ij} = q_i^\top k_j - m_h\,(i - j), \qquad j \le i,
+.. math:: s_{h,ij} = \frac{q_i^\top k_j}{\sqrt{d}} - m_h\,(i - j), \qquad j \le i,
+
+with :math:`d` the head dimension: the bias is added to scores already scaled by
+:math:`1/\sqrt{d}` and is not scaled itself (the paper's formula leaves the factor out; the
+authors' code applies it to :math:`q_i^\top k_j` only),
 
 with slopes :math:`m_h` fixed before training (a geometric sequence). With equal
 :math:`q_i^\top k_j` the bias alone spreads a causal row's attention geometrically over the
@@ -49,10 +53,10 @@ def alibi_slopes(
 ) -> torch.Tensor:
     r"""The ALiBi paper's head slopes, shape ``[num_heads]``.
 
-    For :math:`n` a power of two, a geometric sequence that starts at and has ratio
-    :math:`2^{-8/n}`:
+    For :math:`H` (``num_heads``) a power of two, a geometric sequence that starts at and has
+    ratio :math:`2^{-8/H}`:
 
-    .. math:: m_h = 2^{-8h/n}, \qquad h = 1, \dots, n
+    .. math:: m_h = \left(2^{-8/H}\right)^{h} = 2^{-8h/H}, \qquad h = 1, \dots, H
 
     (8 heads: 1/2, 1/4, ..., 1/256). Otherwise the authors' rule: take the :math:`2^{\lfloor
     \log_2 n\rfloor}` slopes of the nearest lower power of two, then append every other slope of
@@ -75,12 +79,13 @@ def alibi_bias(
 ) -> torch.Tensor:
     r"""ALiBi's score bias, shape ``[num_heads, query_len, key_len]``.
 
-    .. math:: B_{h,ij} = -m_h\,\lvert i - j\rvert
+    .. math:: B_{h,ij} = -m_h\,\lvert i - j\rvert, \qquad
+              s_{h,ij} = \frac{q_i^\top k_j}{\sqrt{d}} - m_h\,(i - j) \quad (j \le i)
 
     Query ``i`` and key ``j`` both count from 0. For causal attention (``j <= i``) this is the
-    paper's :math:`-m_h (i - j)`; keys after the query are masked anyway. Add it to the scores
-    before the softmax (``posviz.attention(q, k, v, bias=..., causal=True)``); ALiBi does not
-    rescale it by :math:`1/\sqrt{d}`.
+    paper's :math:`-m_h (i - j)`; keys after the query are masked anyway. Add it to the scaled
+    scores before the softmax (``posviz.attention(q, k, v, bias=..., causal=True)`` does, with its
+    default scale :math:`1/\sqrt{d}`); the bias itself is not rescaled.
 
     Args:
         num_heads: number of heads, >= 1.

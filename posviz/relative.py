@@ -212,7 +212,7 @@ class ShawRelativePosition(nn.Module):
 class T5RelativeBias(nn.Module):
     r"""T5's learned relative bias: one scalar per (bucket, head), added to the scores.
 
-    .. math:: B_{h,mn} = b_{h,\ \text{bucket}(n - m)}
+    .. math:: B_{h,mn} = b_{h,\ \operatorname{bucket}(n - m)}
 
     ``num_buckets * num_heads`` parameters (T5: 32 x heads), shared by all layers in T5. T5 does
     not scale scores by :math:`1/\sqrt{d}` (it folds that into the initialisation); pass

@@ -51,7 +51,7 @@ __all__ = [
     "rope_cache_info",
     "rope_angles",
     "rope_complex_view",
-    "rope_decay_bound",
+    "rope_mean_partial_sum",
     "rope_layout_permutation",
     "rope_relative_score",
     "rope_rotation_matrix",
@@ -276,21 +276,27 @@ def rope_layout_permutation(dim: int, *, device: torch.device | str | None = Non
     return torch.cat((torch.arange(0, dim, 2, device=device), torch.arange(1, dim, 2, device=device)))
 
 
-def rope_decay_bound(
+def rope_mean_partial_sum(
     distances: torch.Tensor,
     dim: int,
     base: float = 10000.0,
 ) -> torch.Tensor:
-    r"""RoFormer's long-term-decay curve (§3.4.3): the relative upper bound at each distance.
+    r"""The distance-dependent factor of RoFormer's long-term-decay bound (§3.4.3): the mean
+    partial-sum magnitude :math:`\bar S(r)`, *not* a bound on the score itself.
 
-    Writing the score as a sum over pairs and applying Abel summation gives
-    :math:`|q_m^\top k_n| \le \big(\max_i |h_{i+1} - h_i|\big) \sum_{j=1}^{d/2} |S_j|` with
+    Writing the score as a sum over pairs and applying Abel summation gives, for the offset
+    :math:`r = m - n`,
 
-    .. math:: S_j = \sum_{k=0}^{j-1} e^{\mathrm{i}\,(m-n)\,\theta_k}, \qquad
-              \text{bound}(m-n) = \frac{1}{d/2}\sum_{j=1}^{d/2} |S_j| ,
+    .. math:: S_j(r) = \sum_{k=0}^{j-1} e^{\mathrm{i}\,r\,\theta_k}, \qquad
+              |q_m^\top k_n| \le \Big(\max_i |h_{i+1} - h_i|\Big) \sum_{j=1}^{d/2} |S_j(r)|
+              = \Big(\max_i |h_{i+1} - h_i|\Big)\,\frac{d}{2}\,\bar S(r), \qquad
+              \bar S(r) = \frac{1}{d/2}\sum_{j=1}^{d/2} |S_j(r)| ,
 
-    which this function returns for each relative distance :math:`m - n` in ``distances``.
-    It decays (with oscillation) as the distance grows: that is the paper's Figure 2.
+    with :math:`h_i` the pair products of the query and key. This function returns
+    :math:`\bar S(r)` for each offset in ``distances``: it depends on the offset and :math:`d`
+    only, starts at :math:`\bar S(0) = (d/2 + 1)/2` and decays (with oscillation) as
+    :math:`|r|` grows, which is the paper's Figure 2. To bound a score, multiply by
+    :math:`\tfrac{d}{2} \max_i |h_{i+1} - h_i|` of that query and key.
     """
     distances = check_tensor("distances", distances, floating=False)
     if distances.is_complex() or distances.dtype == torch.bool:

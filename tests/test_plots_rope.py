@@ -106,13 +106,13 @@ def test_score_matrix_figure_draws_rope_scores_and_is_toeplitz() -> None:
     assert fig.layout.updatemenus[0].buttons[0].label.startswith("interleaved")
 
 
-def test_decay_figure_draws_rope_decay_bound() -> None:
+def test_decay_figure_draws_rope_mean_partial_sum() -> None:
     dims, bases = (8, 64), (100.0, 10000.0)
     fig = rope_decay_figure(dims=dims, bases=bases, max_distance=50)
     r = torch.arange(0, 51, dtype=torch.float64)
     for s, d in enumerate(dims):
         for j, b in enumerate(bases):
-            np.testing.assert_allclose(_step_data(fig, s, "y", j), posviz.rope_decay_bound(r, d, b).numpy(), rtol=1e-3)
+            np.testing.assert_allclose(_step_data(fig, s, "y", j), posviz.rope_mean_partial_sum(r, d, b).numpy(), rtol=1e-3)
         assert fig.layout.sliders[0].steps[s].args[1]["yaxis.range"][1] == pytest.approx(1.05 * (d / 2 + 1) / 2)
     _steps_differ(fig, "y", 1)
     assert fig.layout.updatemenus[0].buttons[0].label == "base 10 000"  # the usual base is shown first

@@ -24,7 +24,7 @@ def _once(fn, dtype):
 
 @pytest.mark.parametrize("dtype", LOW)
 @pytest.mark.parametrize("length", LENGTHS)
-@pytest.mark.parametrize("heads", [8, 6])
+@pytest.mark.parametrize("heads", [8, 6, 12])
 def test_alibi_bias(dtype, length, heads):
     _once(lambda dt: posviz.alibi_bias(heads, length, dtype=dt), dtype)
     bias = posviz.alibi_bias(heads, length, dtype=dtype)
@@ -90,7 +90,7 @@ def test_functions_of_integer_positions(dtype, length, default_dtype):
     fns = {
         "rope_angles": lambda: posviz.rope_angles(pos, 32),
         "sinusoidal_offset_similarity": lambda: posviz.sinusoidal_offset_similarity(pos, 32),
-        "rope_decay_bound": lambda: posviz.rope_decay_bound(pos, 32),
+        "rope_mean_partial_sum": lambda: posviz.rope_mean_partial_sum(pos, 32),
         "binary_counter_waves": lambda: posviz.binary_counter_waves(pos, 12, smooth=True),
     }
     for name, fn in fns.items():

@@ -175,7 +175,7 @@ def test_cache_is_bounded_by_bytes(monkeypatch):
 def test_decay_bound_starts_at_its_maximum_and_decays():
     d = 128
     r = torch.arange(0, 2000, dtype=torch.float64)
-    bound = posviz.rope_decay_bound(r, d)
+    bound = posviz.rope_mean_partial_sum(r, d)
     assert bound[0].item() == pytest.approx((d / 2 + 1) / 2)  # |S_j| = j at r = 0
     assert bound.argmax().item() == 0
     assert bound[1000:].mean() < 0.25 * bound[0]
@@ -195,7 +195,7 @@ def test_decay_bound_starts_at_its_maximum_and_decays():
         (lambda: posviz.rope_rotation_matrix(float("nan"), 4), ValueError, "position must be a finite number"),
         (lambda: posviz.rope_rotation_matrix("3", 4), TypeError, "position must be a real number"),
         (lambda: posviz.rope_layout_permutation(3), ValueError, "dim must be a positive even integer"),
-        (lambda: posviz.rope_decay_bound(torch.arange(3), 9), ValueError, "dim must be a positive even integer"),
+        (lambda: posviz.rope_mean_partial_sum(torch.arange(3), 9), ValueError, "dim must be a positive even integer"),
     ],
 )
 def test_bad_input(call, err, msg):

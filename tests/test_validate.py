@@ -49,7 +49,7 @@ def test_builders_never_pick_cuda_on_their_own(monkeypatch):
 def test_integer_inputs_give_the_default_dtype(restore_defaults):
     offsets = torch.arange(4)
     for fn in (lambda: posviz.sinusoidal_offset_similarity(offsets, 8), lambda: posviz.rope_angles(offsets, 8),
-               lambda: posviz.rope_decay_bound(offsets, 8), lambda: posviz.rope_angles(3, 8),
+               lambda: posviz.rope_mean_partial_sum(offsets, 8), lambda: posviz.rope_angles(3, 8),
                lambda: posviz.alibi_effective_window(0.5), lambda: posviz.alibi_window_mass(0.5, 3),
                lambda: posviz.alibi_distance_weights(0.5, 4), lambda: posviz.binary_counter_waves(offsets, 3)):
         assert fn().dtype == torch.float32

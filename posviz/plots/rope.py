@@ -2,7 +2,7 @@
 
 Every number drawn comes from a :mod:`posviz.rope` function: :func:`~posviz.apply_rope` (the
 rotated pairs), :func:`~posviz.rope.rope_angles` (the angles :math:`m\\theta_i`),
-:func:`~posviz.rope.rope_scores` (the score matrix) and :func:`~posviz.rope_decay_bound` (the
+:func:`~posviz.rope.rope_scores` (the score matrix) and :func:`~posviz.rope_mean_partial_sum` (the
 long-term-decay curve). Values are rounded to five significant digits to keep the page small.
 """
 
@@ -21,7 +21,7 @@ from ..rope import (
     apply_rope,
     rope_angles,
     rope_complex_view,
-    rope_decay_bound,
+    rope_mean_partial_sum,
     rope_layout_permutation,
     rope_scores,
 )
@@ -362,7 +362,7 @@ def rope_decay_figure(
 ) -> go.Figure:
     """RoFormer's long-term-decay curve against the relative distance :math:`|m - n|`.
 
-    The curve is :func:`~posviz.rope_decay_bound`, :math:`\\frac{1}{d/2}\\sum_j |S_j|`; the slider
+    The curve is :func:`~posviz.rope_mean_partial_sum`, :math:`\\frac{1}{d/2}\\sum_j |S_j|`; the slider
     picks ``d`` (the y axis follows, the curve starts at :math:`(d/2 + 1)/2`), the buttons the base.
     """
     if not dims or not bases:
@@ -376,11 +376,11 @@ def rope_decay_figure(
         return [
             go.Scatter(
                 x=x,
-                y=significant(rope_decay_bound(r, d, b), 4),
+                y=significant(rope_mean_partial_sum(r, d, b), 4),
                 mode="lines",
                 line={"color": color, "width": 1.5},
                 name=f"base {base_label(b)}",
-                hovertemplate=f"base {base_label(b)}, d = {d}<br>|m − n| = %{{x}}<br>bound = %{{y:.4g}}<extra></extra>",
+                hovertemplate=f"base {base_label(b)}, d = {d}<br>|m − n| = %{{x}}<br>mean |S<sub>j</sub>| = %{{y:.4g}}<extra></extra>",
             )
             for b, color in zip(bases, BASE_COLORS)
         ]
@@ -391,7 +391,7 @@ def rope_decay_figure(
             (lambda d=d: traces(d)),
             {
                 "yaxis.range": [0, 1.05 * (d / 2 + 1) / 2],
-                "title.text": f"Long-term decay of the RoPE score bound, d = {d}",
+                "title.text": f"Long-term decay: the distance factor of RoFormer's bound, d = {d}",
             },
         )
         for d in dims
@@ -405,7 +405,7 @@ def rope_decay_figure(
         "margin": {"t": 110, "b": 40},
         "title": {"x": 0, "xanchor": "left", "y": 0.97},
         "xaxis": {"title": {"text": "relative distance |m − n| (tokens)"}, "range": [0, max_distance]},
-        "yaxis": {"title": {"text": "relative upper bound (1/(d/2))·Σ<sub>j</sub>|S<sub>j</sub>|"}},
+        "yaxis": {"title": {"text": "mean partial sum (1/(d/2))·Σ<sub>j</sub>|S<sub>j</sub>|"}},
         "legend": {"x": 1, "xanchor": "right", "y": 1, "yanchor": "top", "bgcolor": "rgba(255,255,255,0.8)"},
     }
     active = next((j for j, d in enumerate(dims) if d == 128), 0)

@@ -1,0 +1,238 @@
+r"""Self-check questions that answer in the page: no kernel, no network, keyboard first.
+
+A chapter builds its questions in a (hidden) code cell, with every number computed by posviz, and
+displays them with :func:`self_check`. The output is one self-contained HTML block (markup, a
+little CSS and an inline script, nothing loaded from anywhere), so the same cell works in the
+built book, in JupyterLab and in Colab:
+
+* :class:`MultipleChoice`: radio buttons; each option carries its own explanation, shown when
+  that option is checked;
+* :class:`Numeric`: a number field checked against the answer with a tolerance
+  (:math:`|x - a| \le \max(\text{abs\_tol}, \text{rel\_tol}\cdot|a|)`), with the explanation
+  shown after each check.
+
+Explanations may link to the equation or figure they come from with Markdown-style links,
+``[the ALiBi score](#equation-alibi-score)``; everything else is escaped. Each question is a
+``<fieldset class="self-check">``; feedback goes to a polite live region so that screen readers
+announce it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+__all__ = ["Choice", "MultipleChoice", "Numeric", "SelfCheck", "self_check"]
+
+_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
+
+
+def _rich(text: str) -> str:
+    """Escape ``text``, then turn ``[label](#anchor)`` links and ``$...$``-free backticks into HTML."""
+    out, last = [], 0
+    for m in _LINK.finditer(text):
+        out.append(html.escape(text[last:m.start()]))
+        target = m.group(2)
+        if not (target.startswith("#") or target.startswith("./") or target.endswith(".html")
+                or ".html#" in target):
+            raise ValueError(f"explanation links must stay inside the book, got {target!r}")
+        out.append(f'<a href="{html.escape(target)}">{html.escape(m.group(1))}</a>')
+        last = m.end()
+    out.append(html.escape(text[last:]))
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", "".join(out))
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One option of a :class:`MultipleChoice`: its text, whether it is right, and why."""
+
+    text: str
+    why: str
+    correct: bool = False
+
+
+@dataclass(frozen=True)
+class MultipleChoice:
+    """A question with one right option among several; every option explains itself."""
+
+    prompt: str
+    choices: Sequence[Choice]
+
+    def __post_init__(self) -> None:
+        if len(self.choices) < 2:
+            raise ValueError(f"a multiple-choice question needs at least 2 choices, got {len(self.choices)}")
+        right = sum(c.correct for c in self.choices)
+        if right != 1:
+            raise ValueError(f"exactly one choice must be correct, got {right}: {self.prompt!r}")
+        for c in self.choices:
+            if not isinstance(c, Choice) or not c.why.strip():
+                raise ValueError(f"every choice needs an explanation (why=...): {self.prompt!r}")
+
+
+@dataclass(frozen=True)
+class Numeric:
+    """A question whose answer is a number, accepted within a tolerance.
+
+    Attributes:
+        prompt: the question.
+        answer: the value, computed by posviz when the book is built.
+        why: how to get it (shown after each check, with the value once the answer is right).
+        abs_tol, rel_tol: accepted when ``|x - answer| <= max(abs_tol, rel_tol * |answer|)``.
+        unit: shown after the field (e.g. "tokens").
+        digits: significant digits used when the value is shown.
+    """
+
+    prompt: str
+    answer: float
+    why: str
+    abs_tol: float = 0.0
+    rel_tol: float = 0.01
+    unit: str = ""
+    digits: int = 4
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(float(self.answer)):
+            raise ValueError(f"answer must be a finite number, got {self.answer!r}")
+        if self.abs_tol < 0 or self.rel_tol < 0 or (self.abs_tol == 0 and self.rel_tol == 0 and self.answer != 0):
+            raise ValueError("give a tolerance: abs_tol >= 0 and rel_tol >= 0, not both 0")
+
+    @property
+    def tolerance(self) -> float:
+        return max(self.abs_tol, self.rel_tol * abs(float(self.answer)))
+
+    def accepts(self, value: float) -> bool:
+        """Whether ``value`` counts as right (the page's script applies the same rule)."""
+        return abs(float(value) - float(self.answer)) <= self.tolerance
+
+    def shown(self) -> str:
+        value = float(self.answer)
+        if value == int(value) and abs(value) < 1e15:
+            return f"{int(value):,}"
+        return f"{value:.{self.digits}g}"
+
+
+Question = MultipleChoice | Numeric
+
+_CSS = """
+.self-check{border:1px solid var(--pst-color-border,#ccc);border-radius:6px;padding:.6em 1em;margin:1em 0}
+.self-check legend{font-weight:600;padding:0 .3em}
+.self-check label{display:block;margin:.25em 0;cursor:pointer}
+.self-check .sc-row{display:flex;flex-wrap:wrap;gap:.5em;align-items:center;margin-top:.4em}
+.self-check input[type=text]{width:9em;padding:.2em .4em;font:inherit}
+.self-check button{font:inherit;padding:.2em .9em;border-radius:4px;border:1px solid currentColor;
+ background:transparent;color:inherit;cursor:pointer}
+.self-check button:focus-visible,.self-check input:focus-visible{outline:3px solid #0969da;outline-offset:2px}
+.self-check .sc-feedback{margin-top:.4em}
+.self-check .sc-feedback.correct{color:#116329}
+.self-check .sc-feedback.incorrect{color:#a40e26}
+html[data-theme=dark] .self-check .sc-feedback.correct{color:#56d364}
+html[data-theme=dark] .self-check .sc-feedback.incorrect{color:#ff7b72}
+"""
+
+# One function per block (the block's id), no globals beyond it: blocks work in any order, twice
+# on a page, and when JupyterLab re-renders an output.
+_JS = """
+(function(){
+var root=document.getElementById(%(id)s); if(!root||root.dataset.ready)return; root.dataset.ready="1";
+root.querySelectorAll("fieldset.self-check").forEach(function(q){
+ var out=q.querySelector(".sc-feedback"), btn=q.querySelector("button.sc-check");
+ function say(ok,html){out.className="sc-feedback "+(ok?"correct":"incorrect");out.innerHTML=html;}
+ btn.addEventListener("click",function(){
+  if(q.dataset.kind==="choice"){
+   var picked=q.querySelector("input[type=radio]:checked");
+   if(!picked){say(false,%(pick)s);return;}
+   var ok=picked.dataset.correct==="1";
+   say(ok,(ok?%(right)s:%(wrong)s)+" "+picked.parentNode.querySelector("template").innerHTML);
+  } else {
+   var raw=q.querySelector("input[type=text]").value.trim().replace(/,/g,"").replace(/\\u2212/g,"-");
+   var x=Number(raw);
+   if(raw===""||!isFinite(x)){say(false,%(number)s);return;}
+   var a=Number(q.dataset.answer), ok=Math.abs(x-a)<=Number(q.dataset.tol);
+   var lead=ok?%(right)s+" "+%(value)s.replace("{v}",q.dataset.shown):%(wrong)s;
+   say(ok,lead+" "+q.querySelector("template").innerHTML);
+  }
+ });
+ q.querySelectorAll("input").forEach(function(i){i.addEventListener("keydown",function(e){
+  if(e.key==="Enter"){e.preventDefault();btn.click();}});});
+});
+})();
+"""
+
+_WORDS = {
+    "title": "Check yourself",
+    "check": "Check",
+    "right": "Right.",
+    "wrong": "Not quite.",
+    "pick": "Pick an answer first.",
+    "number": "Type a number (e.g. 0.25 or 1e-3).",
+    "value": "The value is {v}.",
+    "answer_label": "Your answer",
+}
+
+
+@dataclass
+class SelfCheck:
+    """A block of questions; displays as HTML in the book, JupyterLab and Colab."""
+
+    questions: Sequence[Question]
+    title: str = _WORDS["title"]
+    key: str = ""
+    words: dict[str, str] = field(default_factory=lambda: dict(_WORDS))
+
+    def _id(self) -> str:
+        digest = hashlib.sha256(json.dumps([self.key, self.title, [q.prompt for q in self.questions]]).encode())
+        return "sc-" + digest.hexdigest()[:12]
+
+    def _question(self, q: Question, qid: str, number: int) -> str:
+        legend = f'<legend>{number}. {_rich(q.prompt)}</legend>'
+        button = f'<button type="button" class="sc-check">{html.escape(self.words["check"])}</button>'
+        feedback = '<div class="sc-feedback" role="status" aria-live="polite"></div>'
+        if isinstance(q, MultipleChoice):
+            options = "".join(
+                f'<label><input type="radio" name="{qid}" value="{i}" data-correct="{int(c.correct)}"> '
+                f'{_rich(c.text)}<template>{_rich(c.why)}</template></label>'
+                for i, c in enumerate(q.choices)
+            )
+            return (f'<fieldset class="self-check" data-kind="choice" id="{qid}">{legend}{options}'
+                    f'<div class="sc-row">{button}</div>{feedback}</fieldset>')
+        unit = f"<span>{html.escape(q.unit)}</span>" if q.unit else ""
+        return (
+            f'<fieldset class="self-check" data-kind="numeric" id="{qid}" data-answer="{float(q.answer)!r}" '
+            f'data-tol="{q.tolerance!r}" data-shown="{html.escape(q.shown())}">{legend}'
+            f'<div class="sc-row"><label for="{qid}-in" style="display:inline">'
+            f'{html.escape(self.words["answer_label"])}</label>'
+            f'<input type="text" inputmode="decimal" autocomplete="off" id="{qid}-in">{unit}{button}</div>'
+            f'<template>{_rich(q.why)}</template>{feedback}</fieldset>'
+        )
+
+    def _repr_html_(self) -> str:
+        block = self._id()
+        questions = "".join(self._question(q, f"{block}-q{i + 1}", i + 1) for i, q in enumerate(self.questions))
+        js = _JS % {k: json.dumps(v) for k, v in {**self.words, "id": block}.items()}
+        return (
+            f'<section class="self-check-block" id="{block}" aria-label="{html.escape(self.title)}">'
+            f'<style>{_CSS}</style><p><strong>{html.escape(self.title)}</strong></p>{questions}'
+            f"<script>{js}</script></section>"
+        )
+
+
+def self_check(*questions: Question, title: str = _WORDS["title"], key: str = "") -> SelfCheck:
+    """The chapter's self-check block: ``self_check(MultipleChoice(...), Numeric(...))``.
+
+    Args:
+        questions: 1 or more :class:`MultipleChoice` / :class:`Numeric`.
+        title: the heading shown above the questions.
+        key: distinguishes two blocks with the same questions on one page (ids are derived from
+            the content, so a rebuild gives the same HTML).
+    """
+    if not questions:
+        raise ValueError("self_check needs at least one question")
+    for q in questions:
+        if not isinstance(q, (MultipleChoice, Numeric)):
+            raise TypeError(f"questions must be MultipleChoice or Numeric, got {type(q).__name__}")
+    return SelfCheck(list(questions), title=title, key=key)

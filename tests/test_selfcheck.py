@@ -1,0 +1,216 @@
+"""posviz.selfcheck: questions that answer in the page, with no kernel and no network.
+
+Python-level checks of what a chapter may build, then the block in headless Chromium: answered
+right and wrong, by mouse and by keyboard alone, with no request leaving the page. The built
+book's own blocks are checked the same way (every question of every chapter) when it is built.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import threading
+from pathlib import Path
+
+import pytest
+
+from posviz.selfcheck import Choice, MultipleChoice, Numeric, self_check
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = Path(os.environ.get("POSVIZ_SITE", ROOT / "_build" / "html"))
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run", "--disable-quic"]
+CHAPTERS = ["attention", "sinusoidal", "learned", "relative", "rope", "alibi", "extrapolation"]
+
+
+def _block():
+    return self_check(
+        MultipleChoice("Which sign does the book use?", [
+            Choice("query minus key", "Right: r = m − n, see [the table](#sign-conventions).", correct=True),
+            Choice("key minus query", "That is T5's sign."),
+            Choice("either", "No: the sign matters for `t5_relative_bucket`."),
+        ]),
+        Numeric("Slope of head 3 of 8?", 0.125, "m₃ = 2⁻³, see [the slopes](#equation-alibi-slopes).", rel_tol=0.01),
+    )
+
+
+# --- what a chapter may build ---------------------------------------------------------------------
+
+
+def test_questions_are_validated():
+    with pytest.raises(ValueError, match="exactly one choice must be correct"):
+        MultipleChoice("q", [Choice("a", "x"), Choice("b", "y")])
+    with pytest.raises(ValueError, match="exactly one choice must be correct"):
+        MultipleChoice("q", [Choice("a", "x", True), Choice("b", "y", True)])
+    with pytest.raises(ValueError, match="every choice needs an explanation"):
+        MultipleChoice("q", [Choice("a", " ", True), Choice("b", "y")])
+    with pytest.raises(ValueError, match="at least 2 choices"):
+        MultipleChoice("q", [Choice("a", "x", True)])
+    with pytest.raises(ValueError, match="finite"):
+        Numeric("q", float("nan"), "why")
+    with pytest.raises(ValueError, match="give a tolerance"):
+        Numeric("q", 1.0, "why", rel_tol=0.0)
+    with pytest.raises(TypeError, match="MultipleChoice or Numeric"):
+        self_check("a question")
+    with pytest.raises(ValueError, match="at least one question"):
+        self_check()
+    with pytest.raises(ValueError, match="inside the book"):
+        self_check(Numeric("q", 1.0, "see [it](https://example.org)"))._repr_html_()
+
+
+def test_tolerance_rule():
+    q = Numeric("q", 200.0, "why", abs_tol=0.5, rel_tol=0.01)
+    assert q.accepts(202.0) and q.accepts(198.0) and not q.accepts(202.1)
+    assert Numeric("q", 0.0, "why", abs_tol=1e-3).accepts(-5e-4)
+    assert Numeric("q", 393216, "why").shown() == "393,216"
+    assert Numeric("q", 0.123456, "why", digits=3).shown() == "0.123"
+
+
+def test_html_is_self_contained_escaped_and_deterministic():
+    html = _block()._repr_html_()
+    assert html == _block()._repr_html_()  # same content, same ids: rebuilds give the same page
+    assert html.count('class="self-check"') == 2 and "<script>" in html
+    assert "src=" not in html and "http" not in html  # nothing loaded from anywhere
+    assert '<a href="#sign-conventions">the table</a>' in html and "<code>t5_relative_bucket</code>" in html
+    assert "<b>" not in self_check(Numeric("<b>x</b>", 1.0, "y"))._repr_html_()  # escaped
+
+
+# --- in the browser ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+def _watch(page, origin: str) -> tuple[list[str], list[str]]:
+    errors, outside = [], []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("request", lambda r: None if r.url.startswith((origin, "data:")) else outside.append(r.url))
+    return errors, outside
+
+
+def _feedback(q) -> tuple[str, str]:
+    fb = q.locator(".sc-feedback")
+    return fb.get_attribute("class"), fb.inner_text()
+
+
+def _answer_right_and_wrong(q) -> None:
+    """Answer ``q`` wrong then right with the mouse; check the class and text of the feedback."""
+    if q.get_attribute("data-kind") == "choice":
+        radios = q.locator("input[type=radio]")
+        wrong = q.locator('input[type=radio][data-correct="0"]').first
+        right = q.locator('input[type=radio][data-correct="1"]')
+        assert radios.count() >= 2 and right.count() == 1
+        q.locator("button.sc-check").click()
+        assert _feedback(q)[0].endswith("incorrect")  # nothing picked yet
+        wrong.check()
+        q.locator("button.sc-check").click()
+        cls, text = _feedback(q)
+        assert cls.endswith(" incorrect") and len(text) > 15, text
+        right.check()
+        q.locator("button.sc-check").click()
+        cls, text = _feedback(q)
+        assert cls.endswith(" correct") and len(text) > 15, text
+    else:
+        answer, tol = float(q.get_attribute("data-answer")), float(q.get_attribute("data-tol"))
+        field = q.locator("input[type=text]")
+        field.fill(repr(answer + 10 * tol + abs(answer) + 1))
+        q.locator("button.sc-check").click()
+        assert _feedback(q)[0].endswith(" incorrect")
+        field.fill("not a number")
+        q.locator("button.sc-check").click()
+        assert _feedback(q)[0].endswith(" incorrect") and "number" in _feedback(q)[1]
+        field.fill(repr(answer + 0.5 * tol))
+        q.locator("button.sc-check").click()
+        cls, text = _feedback(q)
+        assert cls.endswith(" correct") and q.get_attribute("data-shown") in text, text
+
+
+def _answer_by_keyboard(page, q) -> None:
+    """Tab into the question, answer right with the keyboard only, and hear the feedback."""
+    first = q.locator("input").first
+    first.focus()
+    if q.get_attribute("data-kind") == "choice":
+        radios = q.locator("input[type=radio]")
+        target = [radios.nth(i).get_attribute("data-correct") for i in range(radios.count())].index("1")
+        page.keyboard.press("Space") if target == 0 else None
+        for _ in range(target):
+            page.keyboard.press("ArrowDown")
+        page.keyboard.press("Tab")  # to the Check button
+        page.keyboard.press("Enter")
+    else:
+        page.keyboard.type(q.get_attribute("data-answer"))
+        page.keyboard.press("Enter")
+    cls, _ = _feedback(q)
+    assert cls.endswith(" correct")
+    assert q.locator(".sc-feedback").get_attribute("aria-live") == "polite"
+
+
+def test_block_in_chromium_right_wrong_and_keyboard(browser, tmp_path):
+    (tmp_path / "p.html").write_text(f"<!doctype html><html lang=en><body>{_block()._repr_html_()}</body></html>")
+    page = browser.new_page()
+    errors, outside = _watch(page, "file://")
+    page.goto((tmp_path / "p.html").as_uri())
+    questions = page.locator("fieldset.self-check")
+    for i in range(questions.count()):
+        _answer_right_and_wrong(questions.nth(i))
+    page.reload()
+    for i in range(questions.count()):
+        _answer_by_keyboard(page, page.locator("fieldset.self-check").nth(i))
+    assert not errors and not outside
+    page.close()
+
+
+# --- the built book ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def site_url():
+    if not (SITE / "index.html").exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{SITE} is not built: CI runs `make book` before the tests")
+        pytest.skip(f"{SITE} is not built: run `make book` first")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=SITE)
+    handler.log_message = lambda *a: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_chapter_has_self_check_questions_that_answer(browser, site_url, chapter):
+    source = (SITE / "book" / f"{chapter}.html").read_text(encoding="utf-8")
+    count = len(re.findall(r'<fieldset class="self-check"', source))
+    assert 4 <= count <= 6, f"{chapter}: {count} self-check questions (want 4-6)"
+    page = browser.new_page()
+    errors, outside = _watch(page, site_url)
+    page.goto(f"{site_url}/book/{chapter}.html", wait_until="load")
+    questions = page.locator("fieldset.self-check")
+    for i in range(questions.count()):
+        q = questions.nth(i)
+        q.scroll_into_view_if_needed()
+        _answer_right_and_wrong(q)
+        for link in q.locator(".sc-feedback a").all():  # explanations point at this page's equations
+            href = link.get_attribute("href")
+            if href.startswith("#"):
+                assert page.locator(f"[id='{href[1:]}']").count() == 1, f"{chapter}: {href} is not on the page"
+    page.reload(wait_until="load")
+    for i in range(page.locator("fieldset.self-check").count()):
+        _answer_by_keyboard(page, page.locator("fieldset.self-check").nth(i))
+    errors = [e for e in errors if "THEBE_JS_URL" not in e]
+    assert not errors, errors
+    assert not outside, outside
+    page.close()
