@@ -19,8 +19,8 @@ show a real learned table instead of describing one:
 
 Book chapter: *Learned position tables*.
 
-Three modules: :mod:`posviz.learned.model` (task and model), :mod:`posviz.learned.train` (the
-loop) and :mod:`posviz.learned.analysis` (the readings and the bill); everything is re-exported
+Three modules: ``posviz.learned.model`` (task and model), ``posviz.learned.train`` (the
+loop) and ``posviz.learned.analysis`` (the readings and the bill); everything is re-exported
 here.
 """
 

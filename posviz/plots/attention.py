@@ -1,7 +1,7 @@
 """Figures for the chapter *Why position matters: the attention math*.
 
 Two slider figures that work in the static page (every state is precomputed with
-:mod:`posviz.dot_product`): :func:`scale_figure` (why the scores are divided by √d) and
+``posviz.dot_product``): :func:`scale_figure` (why the scores are divided by √d) and
 :func:`permutation_figure` (attention without position is permutation-equivariant; position
 added to x, rotating q and k, or biasing the scores breaks the symmetry). The toy helpers make
 seeded word vectors and projections, and measure how far a layer is from
