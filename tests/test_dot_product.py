@@ -275,6 +275,9 @@ def test_float_bias_is_cast_to_the_scores_dtype():
     out, w = posviz.attention(q, k, v, bias=bias)
     assert out.dtype == w.dtype == torch.float32
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=bias.float()))
+    per_head = posviz.alibi_bias(3, 5, dtype=torch.float64)  # broadcasts the scores to [3, 5, 5]
+    out, w = posviz.attention(q, k, v, bias=per_head)
+    assert out.dtype == w.dtype == torch.float32 and w.shape == (3, 5, 5)
 
 
 def test_a_bias_on_another_device_is_moved_to_the_scores_device(monkeypatch):
