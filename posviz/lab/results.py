@@ -23,8 +23,10 @@ __all__ = [
     "SCHEMA_VERSION",
     "cost_table",
     "format_tables",
+    "load_previous",
     "load_published",
     "load_results",
+    "lr_search_table",
     "inside_spread",
     "machine_info",
     "paired_differences",
@@ -43,6 +45,9 @@ SCHEMA_VERSION = 2
 PUBLISHED = Path(__file__).resolve().parent / "published" / "extrapolation.json"
 """The committed full run, shipped inside the package (so an installed ``posviz``, on Colab say,
 has it); ``python -m posviz.lab --threads 1 --publish`` rewrites it."""
+PREVIOUS = Path(__file__).resolve().parent / "published" / "extrapolation-v1.json"
+"""The first published run (schema version 1: one learning rate for every parameter, a contiguous
+90/10 split, unpaired seeds), kept unchanged so the book can say what the fairer protocol changed."""
 
 
 def summarize(values: Sequence[float]) -> dict[str, float | int | None]:
@@ -234,6 +239,14 @@ def load_results(path: str | os.PathLike) -> dict:
     return results
 
 
+def load_previous() -> dict:
+    """The first published run (``PREVIOUS``, schema version 1), read as plain JSON (not validated
+    against the current schema)."""
+    results = json.loads(PREVIOUS.read_text())
+    _check(results.get("schema") == SCHEMA and results.get("schema_version") == 1, "PREVIOUS is not a v1 file")
+    return results
+
+
 def load_published() -> dict:
     """The committed full run (``PUBLISHED``), read and validated: what the book's chapter draws."""
     return load_results(PUBLISHED)
@@ -322,6 +335,38 @@ def paired_table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def lr_search_table(results: dict, *, length: int | None = None) -> str:
+    """Markdown table of the learning-rate search (first seed): per method with position parameters
+    and per multiplier, the validation loss at the training length (what chose it) and the held-out
+    perplexity at the training length and at ``length`` (default: the longest); the chosen row in bold."""
+    validate_results(results)
+    lengths, train_len = results["eval_lengths"], results["train_len"]
+    length = max(lengths) if length is None else length
+    if length not in lengths:
+        raise ValueError(f"length must be one of the evaluation lengths {lengths}, got {length!r}")
+    i0, i1 = lengths.index(train_len), lengths.index(length)
+    lines = [
+        f"| method | position lr × | validation loss (nats) | perplexity, L = {train_len} | "
+        f"perplexity, L = {length}{_multiple(length, train_len)} |",
+        "|---|--:|--:|--:|--:|",
+    ]
+    for name in results["method_order"]:
+        m = results["methods"][name]
+        for point in m.get("lr_search", []):
+            ppl = point["perplexity"]
+            cells = [
+                name,
+                f"{point['position_lr_mult']:g}",
+                f"{point['validation_loss']:.4f}",
+                _fmt(ppl[i0]) if ppl[i0] is not None else "cannot run",
+                _fmt(ppl[i1]) if ppl[i1] is not None else "cannot run",
+            ]
+            if point["position_lr_mult"] == m["position_lr_mult"]:
+                cells = [f"**{c}**" for c in cells]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def cost_table(results: dict, *, clock: str = "cpu", length: int | None = None) -> str:
     """Markdown table of costs per method: parameters, training throughput (mean ± std over seeds of
     the median step), peak training memory (tensor MiB), and inference throughput and peak inference
@@ -388,6 +433,21 @@ def format_tables(results: dict) -> str:
                 + f" [{_fmt(agg['min'][i])}–{_fmt(agg['max'][i])}]"
             )
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    if results.get("paired") is not None:
+        lines += [
+            "",
+            f"Paired by seed: perplexity minus {results['paired']['baseline']}'s, mean ± std over seeds of the "
+            "per-seed differences; '(inside spread)': not all seeds agree in sign, or |mean| <= std",
+            "",
+            paired_table(results),
+        ]
+    if any(m.get("lr_search") for m in results["methods"].values()):
+        lines += [
+            "",
+            "Learning-rate search for the position parameters (first seed; chosen on validation loss, in bold)",
+            "",
+            lr_search_table(results),
+        ]
     lines += [
         "",
         "Training cost: throughput from the median step (mean ± std over seeds), per wall-clock second and "
