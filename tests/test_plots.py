@@ -97,3 +97,16 @@ def test_heatmap_trace_symmetric_scale_and_overrides() -> None:
 def test_heatmap_trace_rejects_non_matrices() -> None:
     with pytest.raises(ValueError, match="2-D"):
         heatmap_trace(np.zeros(3))
+
+
+def test_a_property_the_same_in_every_step_is_stored_once() -> None:
+    steps = [(str(k), [go.Scatter(x=[0, 1, 2], y=[k, k, k], name="same", line={"color": "red"})]) for k in range(3)]
+    fig = slider_figure(steps, slider_label="k")
+    for step in fig.layout.sliders[0].steps:
+        assert set(step.args[0]) == {"y"}  # x, name and line live in the trace only
+    assert list(fig.data[0].x) == [0, 1, 2] and fig.data[0].name == "same"
+
+
+def test_heatmap_trace_keeps_integers() -> None:
+    assert np.asarray(heatmap_trace(np.ones((2, 2), dtype=np.int8)).z).dtype == np.int8
+    assert np.asarray(heatmap_trace([[1, 2], [3, 4.5]]).z).dtype == np.float64

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import plotly.io as pio
 import pytest
@@ -27,7 +29,10 @@ def _steps(fig):
 
 
 def _data(fig, step: int, key: str, trace: int) -> np.ndarray:
-    return np.asarray(_steps(fig)[step].args[0][key][trace], dtype=float)
+    stepped = _steps(fig)[step].args[0]
+    if key not in stepped:  # the same in every step: stored once, in the trace
+        return np.asarray(fig.data[trace][key], dtype=float)
+    return np.asarray(stepped[key][trace], dtype=float)
 
 
 def _step_of(fig, label: str) -> int:
@@ -70,15 +75,18 @@ def test_heatmap_steps_views_and_values(heatmap) -> None:
     for view, d in enumerate((8, 32)):
         for label, base in (("100", 100.0), ("10,000", 1e4)):
             want = posviz.sinusoidal_encoding(16, d, base, device=CPU).double().numpy()
-            np.testing.assert_allclose(_data(fig, _step_of(fig, label), "z", view), want, atol=5e-3, rtol=0)
+            # cells hold 100 PE(p, j) as integers (a byte each on the page)
+            np.testing.assert_allclose(_data(fig, _step_of(fig, label), "z", view) / 100, want, atol=5e-3, rtol=0)
     # the first drawn state is the active step (base 10000), and d = 8 is the first view
+    assert np.asarray(fig.data[0].z).dtype == np.int8
     np.testing.assert_allclose(
-        np.asarray(fig.data[0].z), posviz.sinusoidal_encoding(16, 8, device=CPU).numpy(), atol=5e-3, rtol=0
+        np.asarray(fig.data[0].z) / 100, posviz.sinusoidal_encoding(16, 8, device=CPU).numpy(), atol=5e-3, rtol=0
     )
     (menu,) = fig.layout.updatemenus
     assert [b.label for b in menu.buttons] == ["d = 8", "d = 32"]
     assert [b.args[0]["visible"] for b in menu.buttons] == [[True, False], [False, True]]
-    assert fig.data[0].zmin == -1 and fig.data[0].zmax == 1 and fig.data[0].colorbar.title.text
+    assert fig.data[0].zmin == -100 and fig.data[0].zmax == 100 and fig.data[0].colorbar.title.text
+    assert list(fig.data[0].colorbar.ticktext) == ["−1", "−0.5", "0", "0.5", "1"]
 
 
 def test_heatmap_default_is_the_chapter_figure() -> None:
@@ -86,6 +94,9 @@ def test_heatmap_default_is_the_chapter_figure() -> None:
     assert len(_steps(fig)) == len(BASES) and len(fig.data) == 3
     assert _data(fig, 0, "z", 2).shape == (64, 256)
     assert len(pio.to_json(fig)) < 2_000_000  # the page carries every state
+    from posviz.sphinxext import plotly_html
+
+    assert len(plotly_html(json.loads(fig.to_json()))) < 400_000  # as the page stores it
 
 
 def test_binary_counter_figure() -> None:

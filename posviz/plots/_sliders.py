@@ -7,12 +7,14 @@ and no animation ever starts on load.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.basedatatypes import BaseTraceType
+from plotly.utils import PlotlyJSONEncoder
 
 Traces = Sequence[BaseTraceType]
 Step = tuple[str, Traces | Callable[[], Traces]] | tuple[str, Traces | Callable[[], Traces], Mapping[str, Any]]
@@ -46,7 +48,8 @@ def slider_figure(
     Args:
         steps: one ``(label, traces)`` or ``(label, traces, layout_update)`` per slider position.
             Every step must give the same number of traces with the same types, in the same
-            order: step ``s`` replaces the data of trace ``k`` with its own trace ``k``. A
+            order: step ``s`` replaces the data of trace ``k`` with its own trace ``k`` (a property
+            that is the same in every step is stored once, in the figure's traces). A
             ``layout_update`` (e.g. ``{"title.text": "m = 3"}``) is applied with the step;
             give every step the same layout keys, since a key a step leaves out keeps its
             previous value.
@@ -75,6 +78,9 @@ def slider_figure(
                 f"{[trace.get('type') for trace in traces]}"
             )
     keys = sorted({key for _, traces, _ in resolved for trace in traces for key in trace} - _NOT_STEPPED)
+    # A property that every step gives the same value (axes, colour bars, hover templates...) is
+    # stored once, in the traces, rather than once per step: the page carries every step.
+    keys = [key for key in keys if len({_encoded([t.get(key) for t in traces]) for _, traces, _ in resolved}) > 1]
 
     slider_steps = [
         {
@@ -101,6 +107,10 @@ def slider_figure(
     if views:
         _add_views(fig, views)
     return fig
+
+
+def _encoded(values: object) -> str:
+    return json.dumps(values, cls=PlotlyJSONEncoder, sort_keys=True)
 
 
 def _add_views(fig: go.Figure, views: Sequence[tuple[str, Sequence[int]]]) -> None:
@@ -135,11 +145,14 @@ def heatmap_trace(values: Any, *, symmetric: bool = False, **kwargs: Any) -> go.
     """A ``go.Heatmap`` of a 2-D tensor or array (a torch tensor is detached and moved to CPU).
 
     ``symmetric=True`` centres a diverging colour scale on 0 (scores, biases, encodings).
-    Other keyword arguments go to ``go.Heatmap`` (e.g. ``x``, ``y``, ``zmin``, ``zmax``).
+    Other keyword arguments go to ``go.Heatmap`` (e.g. ``x``, ``y``, ``zmin``, ``zmax``). Integer
+    values keep their dtype (a page stores int8 in one byte); others become float64.
     """
     if hasattr(values, "detach"):  # a torch tensor (any device or dtype, bfloat16 included)
         values = values.detach().cpu().double().numpy()
-    z = np.asarray(values, dtype=float)
+    z = np.asarray(values)
+    if not np.issubdtype(z.dtype, np.integer):  # integers stay integers: Plotly stores them compactly
+        z = z.astype(float)
     if z.ndim != 2:
         raise ValueError(f"heatmap values must be 2-D, got shape {list(z.shape)}")
     if symmetric:

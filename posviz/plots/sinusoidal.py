@@ -72,6 +72,10 @@ def sinusoidal_heatmap_figure(
 ) -> go.Figure:
     r"""The table :math:`PE(p, j)` as a heatmap: slider over the base, one view button per ``d``.
 
+    The cells hold :math:`10^{\text{decimals}}\,PE(p, j)` rounded to integers (int8 for the
+    default two decimals, so the page stores a byte a cell); the colour bar is labelled in
+    :math:`PE` units.
+
     Rows are positions :math:`p = 0 .. \text{length}-1`, columns the dimensions :math:`j`
     (:func:`posviz.sinusoidal_encoding`; even :math:`j` hold :math:`\sin p\theta_i`, odd
     :math:`j` hold :math:`\cos p\theta_i`, with :math:`i = \lfloor j/2 \rfloor`).
@@ -80,19 +84,28 @@ def sinusoidal_heatmap_figure(
     columns = {d: np.arange(d) for d in dims}
     positions = np.arange(length)
 
+    scale = 10**decimals  # stored as integers (int8 for 2 decimals): 1 byte a cell, every state on the page
+    dtype = np.int8 if scale <= 100 else np.int32
+    ticks = [-1.0, -0.5, 0.0, 0.5, 1.0]
+
     def traces(base: float) -> list[go.Heatmap]:
         return [
             heatmap_trace(
-                rounded(sinusoidal_encoding(length, d, base, device=_CPU), decimals),
+                (rounded(sinusoidal_encoding(length, d, base, device=_CPU), decimals) * scale).round().astype(dtype),
                 symmetric=True,
-                zmin=-1.0,
-                zmax=1.0,
+                zmin=-scale,
+                zmax=scale,
                 x=columns[d],
                 y=positions,
-                colorbar={"title": {"text": "PE(p, j)"}, "len": 0.9},
+                colorbar={
+                    "title": {"text": "PE(p, j)"},
+                    "len": 0.9,
+                    "tickvals": [t * scale for t in ticks],
+                    "ticktext": [f"{t:g}".replace("-", "−") for t in ticks],
+                },
                 hovertemplate=(
                     "position p = %{y}<br>column j = %{x} (pair i = ⌊j/2⌋; even j: sin, odd j: cos)"
-                    "<br>PE(p, j) = %{z:.2f}<extra></extra>"
+                    f"<br>{scale} × PE(p, j) = %{{z}}<extra></extra>"
                 ),
             )
             for d in dims
