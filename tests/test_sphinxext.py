@@ -17,8 +17,11 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import docutils_namespace
 
 from posviz.sphinxext import MIME_PRIORITY_OVERRIDES, PlotlyNbRenderer, plotly_html, plotly_nodes
-from posviz.sphinxext._mime import PLOTLY_MIME
+from posviz.sphinxext._assets import MATHJAX_PARTS, PLOTLY_FULL_JS, plotly_js_version
+from posviz.sphinxext._mime import PLOTLY_MIME, describe_figure
 
+# npm ci's partial bundle (package.json pins it); the tests need `npm ci` in the book root
+PLOTLY_JS = Path(__file__).parents[1] / "node_modules/plotly.js-cartesian-dist-min/plotly-cartesian.min.js"
 FIGURE = json.loads(go.Figure(go.Scatter(y=[1, 3, 2]), layout={"title": {"text": "t"}}).to_json())
 
 
@@ -74,11 +77,19 @@ def _notebook_project(tmp_path: Path, conf: str) -> tuple[str, str]:
     (src / "conf.py").write_text("extensions = ['myst_nb']\nnb_execution_mode = 'off'\nhtml_theme = 'basic'\n" + conf)
     output = {"output_type": "display_data", "metadata": {}, "data": {PLOTLY_MIME: FIGURE, "text/plain": ["Figure"]}}
     nb = {
-        "nbformat": 4, "nbformat_minor": 5, "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
         "cells": [
             {"cell_type": "markdown", "id": "a", "metadata": {}, "source": ["# Page"]},
-            {"cell_type": "code", "id": "b", "metadata": {}, "execution_count": 1, "source": ["fig"],
-             "outputs": [output]},
+            {
+                "cell_type": "code",
+                "id": "b",
+                "metadata": {},
+                "execution_count": 1,
+                "source": ["fig"],
+                "outputs": [output],
+            },
         ],
     }
     (src / "index.ipynb").write_text(json.dumps(nb))
@@ -106,6 +117,7 @@ def _build(tmp_path: Path, mathjax_dir: Path) -> tuple[Path, str]:
     src.mkdir()
     (src / "conf.py").write_text(
         f"extensions = ['posviz.sphinxext']\nposviz_mathjax_dir = {str(mathjax_dir)!r}\nhtml_theme = 'basic'\n"
+        f"posviz_plotly_js = {str(PLOTLY_JS)!r}\n"
     )
     (src / "index.rst").write_text("Index\n=====\n\n.. toctree::\n\n   figure\n   math\n")
     (src / "figure.rst").write_text(
@@ -124,10 +136,14 @@ def _build(tmp_path: Path, mathjax_dir: Path) -> tuple[Path, str]:
 @pytest.fixture
 def fake_mathjax(tmp_path: Path) -> Path:
     root = tmp_path / "mathjax"
-    for part in ("output/chtml/fonts/woff-v2", "a11y", "ui", "sre"):
-        (root / part).mkdir(parents=True)
+    for part in MATHJAX_PARTS:
+        path = root / part
+        if path.suffix == ".js":
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"/* mathjax {part} */")
+        else:
+            path.mkdir(parents=True, exist_ok=True)
     (root / "output/chtml/fonts/woff-v2/MathJax_Zero.woff").write_bytes(b"font")
-    (root / "tex-chtml-full.js").write_text("/* mathjax */")
     return root
 
 
@@ -135,17 +151,38 @@ def test_serves_plotly_and_mathjax_locally_only_where_needed(tmp_path: Path, fak
     out, warnings = _build(tmp_path, fake_mathjax)
     assert warnings == ""
     static = out / "_static" / "posviz"
-    assert (static / "plotly.min.js").stat().st_size > 1_000_000
-    assert (static / "mathjax/tex-chtml-full.js").read_text() == "/* mathjax */"
+    served = static / "plotly-cartesian.min.js"
+    assert 1_000_000 < served.stat().st_size < 2_000_000  # the partial bundle, not the 4.8 MB one
+    assert plotly_js_version(served) == plotly_js_version(PLOTLY_FULL_JS)  # the version plotly.py bundles
+    assert (static / "mathjax/startup.js").read_text() == "/* mathjax startup.js */"
     assert (static / "mathjax/output/chtml/fonts/woff-v2/MathJax_Zero.woff").exists()
+    assert (static / "figures.js").read_text().startswith("window.POSVIZ_TEMPLATES = {")
 
     figure, math, index = ((out / f"{p}.html").read_text() for p in ("figure", "math", "index"))
-    assert '<script src="_static/posviz/plotly.min.js' in figure
-    assert "plotly.min.js" not in math and "plotly.min.js" not in index
-    assert 'src="_static/posviz/mathjax/tex-chtml-full.js' in math
+    assert '<script src="_static/posviz/plotly-cartesian.min.js' in figure
+    assert figure.index("plotly-cartesian.min.js") < figure.index("_static/posviz/figures.js")
+    assert "plotly" not in math and "figures.js" not in index
+    assert 'src="_static/posviz/mathjax/startup.js' in math
+    assert '"load": ["input/tex", "output/chtml", "a11y/assistive-mml"]' in math  # no 430 kB menu
     assert "mathjax" not in figure.lower()
     assert "://" not in "".join(line for line in math.splitlines() if "<script" in line)
     assert figure.count('class="reference internal" href="#posviz.apply_rope" title=') == 2  # both resolved
+
+
+def test_a_plotly_bundle_of_another_version_is_a_warning(tmp_path: Path, fake_mathjax: Path) -> None:
+    other = tmp_path / "plotly-other.js"
+    other.write_text("/**\n* plotly.js (cartesian - minified) v1.0.0\n*/")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(
+        f"extensions = ['posviz.sphinxext']\nposviz_mathjax_dir = {str(fake_mathjax)!r}\n"
+        f"posviz_plotly_js = {str(other)!r}\nhtml_theme = 'basic'\n"
+    )
+    (src / "index.rst").write_text("Index\n=====\n")
+    warnings = io.StringIO()
+    with docutils_namespace():
+        Sphinx(src, src, tmp_path / "out", tmp_path / "doctrees", "html", status=None, warning=warnings).build()
+    assert "found 1.0.0" in warnings.getvalue() and "plotly.js-cartesian-dist-min" in warnings.getvalue()
 
 
 def test_a_missing_mathjax_is_a_warning(tmp_path: Path) -> None:
@@ -157,3 +194,39 @@ def test_key_order_does_not_change_the_html() -> None:
     reordered = json.loads(json.dumps(FIGURE, sort_keys=True))  # as read back from the execution cache
     assert list(reordered["data"][0]) != list(FIGURE["data"][0])
     assert plotly_html(reordered, "k") == plotly_html(FIGURE, "k")
+
+
+def test_every_figure_has_a_text_alternative() -> None:
+    fig = go.Figure(
+        [
+            go.Heatmap(z=[[1, 2], [3, 4]], colorbar={"title": {"text": "weight"}}),
+            go.Scatter(y=[1, 2], name="a<sub>m</sub>"),
+        ],
+        layout={"title": {"text": "Attention<br>at m = 3"}, "xaxis": {"title": {"text": "key n"}}},
+    )
+    fig.update_layout(
+        sliders=[{"active": 1, "currentvalue": {"prefix": "m: "}, "steps": [{"label": str(m)} for m in range(4)]}]
+    )
+    name, words = describe_figure(json.loads(fig.to_json()))
+    assert name == "Attention at m = 3"
+    assert "heat map and line chart" in words and "x axis: key n" in words and "Colour: weight" in words
+    assert "Series: a m" in words and "A slider (m) steps through 4 values, 0 to 3; it opens at 1." in words
+    html = plotly_html(json.loads(fig.to_json()), "k")
+    assert html.startswith('<figure class="posviz-figure" aria-label="Attention at m = 3" aria-describedby="plotly-')
+    assert "<figcaption" in html and 'role="img"' not in html  # the plot's slider and buttons stay reachable
+
+
+def test_figures_are_stored_compactly() -> None:
+    import numpy as np
+
+    from posviz.plots import slider_figure
+
+    rounded = np.round(np.linspace(-1, 1, 200), 2)
+    steps = [(str(k), [go.Scatter(x=np.arange(200), y=rounded * k)]) for k in range(3)]
+    fig = json.loads(slider_figure(steps, slider_label="k").to_json())
+    assert "template" in fig["layout"]
+    html = plotly_html(fig, "k")
+    assert '"template"' not in html and 'data-posviz-template="plotly"' in html  # the page script holds it
+    assert '"bdata"' not in html.split('"sliders"')[0].split('"y"')[1][:20]  # rounded floats as short JSON
+    assert '"x"' not in html.split('"sliders"')[1]  # the same in every step: stored once
+    assert len(html) < 12_000

@@ -1,11 +1,21 @@
 """Sphinx extension: serve plotly.js and MathJax 3 from the built site, never from a CDN.
 
+What a first visit downloads is kept small: plotly.js is npm's partial *cartesian* bundle (every
+trace type the book draws: scatter, bar, heatmap) pinned to the version plotly.py bundles, MathJax
+is its ``tex-chtml`` component (TeX with the AMS macros, extensions fetched only when a page uses
+them), and the theme's 1.5 MB Font Awesome script is not loaded (the theme's CSS draws the same
+icons from its web fonts). Pages with a figure also get ``figures.js``, which fits every figure to
+a phone's width and to the theme's dark mode, and the default Plotly template once.
+
 It also resolves the short names that posviz's module docstrings use for the public API
 (``:func:`apply_rope``` in ``posviz.rope``) to the documented ``posviz.apply_rope``.
 """
 
 from __future__ import annotations
 
+import html
+import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -20,16 +30,78 @@ import posviz
 
 logger = logging.getLogger(__name__)
 
-PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-PLOTLY_STATIC = "posviz/plotly.min.js"  # under _static/
+PLOTLY_PACKAGE_DATA = Path(plotly.__file__).parent / "package_data"
+PLOTLY_FULL_JS = PLOTLY_PACKAGE_DATA / "plotly.min.js"
+PLOTLY_JS_DEFAULT = "node_modules/plotly.js-cartesian-dist-min/plotly-cartesian.min.js"
+PLOTLY_STATIC = "posviz/plotly-cartesian.min.js"  # under _static/
+FIGURES_STATIC = "posviz/figures.js"  # under _static/
+FIGURES_CSS_STATIC = "posviz/figures.css"
+HERE = Path(__file__).parent
 MATHJAX_STATIC = "posviz/mathjax"  # under _static/
-MATHJAX_ENTRY = "tex-chtml-full.js"
-# What the page-load script needs (fonts), plus what MathJax's right-click menu can load later.
-MATHJAX_PARTS = (MATHJAX_ENTRY, "output/chtml/fonts/woff-v2", "a11y", "ui", "sre")
+MATHJAX_ENTRY = "startup.js"
+# MathJax's loader, told to fetch only TeX input (base, AMS, newcommand; other extensions
+# autoload from [tex]/ when a page uses them), CommonHTML output and the hidden MathML that screen
+# readers read; no right-click menu (430 kB). The combined tex-chtml.js would add the menu.
+MATHJAX_LOAD = ["input/tex", "output/chtml", "a11y/assistive-mml"]
+MATHJAX_PARTS = (
+    MATHJAX_ENTRY,
+    "core.js",
+    "input/tex.js",
+    "input/tex/extensions",
+    "output/chtml.js",
+    "output/chtml/fonts/tex.js",
+    "output/chtml/fonts/woff-v2",
+    "a11y/assistive-mml.js",
+)
+_VERSION = re.compile(r"plotly\.js(?: \([a-z -]+\))? v(\d+\.\d+\.\d+)")
+
+
+def plotly_js_version(path: Path) -> str | None:
+    """The version in a plotly.js bundle's banner (``plotly.js (cartesian - minified) v4.1.1``)."""
+    with open(path, encoding="utf-8") as f:
+        match = _VERSION.search(f.read(400))
+    return match.group(1) if match else None
+
+
+# Theme templates shadowed by an edited copy: (path in the theme, what to change).
+_THEME_EDITS = {
+    # The 1.5 MB script turns <i class="fa-..."> into SVG; without it the theme's own CSS draws the
+    # same icons from its web fonts (fetched only when a page shows one of their icons).
+    "static/webpack-macros.html": (re.compile(r"^.*scripts/fontawesome\.js.*\n", re.M), ""),
+    # The search field's aria-label ("Search") left out its visible text ("Search Ctrl+K"), which
+    # speech-input users say to press it (axe: label-content-name-mismatch): its name is its text.
+    "components/search-button-field.html": (re.compile(r' aria-label="\{\{ _\(\'Search\'\) \}\}"'), ""),
+}
+
+
+def _theme_templates(app: Sphinx, config: Config) -> None:
+    """Put edited copies of a few pydata-sphinx-theme templates ahead of the theme's (see _THEME_EDITS)."""
+    try:
+        import pydata_sphinx_theme
+    except ImportError:  # pragma: no cover - another theme
+        return
+    theme = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme"
+    target = Path(app.doctreedir).parent / "posviz-templates"
+    for name, (pattern, replacement) in _THEME_EDITS.items():
+        source = theme / name
+        if not source.exists():  # pragma: no cover - another theme version
+            continue
+        text, count = pattern.subn(replacement, source.read_text(encoding="utf-8"))
+        if count != 1:
+            logger.warning("posviz: %s changed upstream; not edited", source, type="posviz", subtype="theme")
+            continue
+        copy = target / name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if not copy.exists() or copy.read_text(encoding="utf-8") != text:
+            copy.write_text(text, encoding="utf-8")
+    config.templates_path = [str(target), *config.templates_path]
 
 
 def _set_mathjax_path(app: Sphinx, config: Config) -> None:
     config.mathjax_path = f"{MATHJAX_STATIC}/{MATHJAX_ENTRY}"
+    mathjax = dict(config.mathjax3_config or {})
+    mathjax["loader"] = {**mathjax.get("loader", {}), "load": MATHJAX_LOAD}
+    config.mathjax3_config = mathjax
 
 
 def _copy(src: Path, dst: Path) -> None:
@@ -40,12 +112,42 @@ def _copy(src: Path, dst: Path) -> None:
         shutil.copyfile(src, dst)
 
 
+def _figures_js() -> str:
+    """The page script, preceded by the templates it swaps (plotly.py's, so they match the figures)."""
+    templates = {
+        name: json.loads((PLOTLY_PACKAGE_DATA / "templates" / f"{name}.json").read_text(encoding="utf-8"))
+        for name in ("plotly", "plotly_dark")
+    }
+    head = "window.POSVIZ_TEMPLATES = " + json.dumps(templates, separators=(",", ":"), sort_keys=True) + ";\n"
+    return head + (HERE / "static" / "figures.js").read_text(encoding="utf-8")
+
+
+def _copy_plotly(app: Sphinx, static: Path) -> None:
+    source = Path(app.srcdir, app.config.posviz_plotly_js)
+    wanted = plotly_js_version(PLOTLY_FULL_JS)
+    found = plotly_js_version(source) if source.exists() else None
+    if found is None or found != wanted:
+        logger.warning(
+            "plotly.js %s not found at %s (found %s): run `npm ci` in the book root (`make book` does); "
+            "package.json must pin plotly.js-cartesian-dist-min to the version plotly.py bundles",
+            wanted,
+            source,
+            found or "nothing",
+            type="posviz",
+            subtype="plotly",
+        )
+        source = PLOTLY_FULL_JS  # still a working page, with the whole bundle
+    _copy(source, static / PLOTLY_STATIC)
+
+
 def _copy_assets(app: Sphinx) -> None:
     """Copy before any page is written, so Sphinx's ``?v=checksum`` is the same on every build."""
     if app.builder.format != "html":
         return
     static = Path(app.outdir) / "_static"
-    _copy(PLOTLY_JS, static / PLOTLY_STATIC)
+    _copy_plotly(app, static)
+    (static / FIGURES_STATIC).write_text(_figures_js(), encoding="utf-8")
+    _copy(HERE / "static" / "figures.css", static / FIGURES_CSS_STATIC)
     if "myst_nb" in app.extensions:  # myst-nb copies its CSS only after the pages are written
         from myst_nb.sphinx_ext import add_global_html_resources
 
@@ -65,10 +167,45 @@ def _copy_assets(app: Sphinx) -> None:
         _copy(source / part, static / MATHJAX_STATIC / part)
 
 
-def _add_plotly_js(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
-    """Load plotly.js (synchronously, before the figures' inline scripts) on pages with a figure."""
-    if 'class="plotly-graph-div"' in context.get("body", ""):
+def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+    """Load plotly.js (synchronously, before the figures' inline scripts) on pages with a figure.
+
+    Also: docutils marks a bibliography entry ``role="doc-biblioentry"`` inside ``role="list"``;
+    ARIA 1.3 deprecates that role, so the list has no list items for assistive technology
+    (axe: aria-required-children). Each entry becomes a ``listitem``.
+    """
+    body = context.get("body", "")
+    if 'role="doc-biblioentry"' in body:
+        context["body"] = body = body.replace('role="doc-biblioentry"', 'role="listitem"')
+    if 'class="plotly-graph-div"' in body:
         app.builder.add_js_file(PLOTLY_STATIC)  # on this page only
+        app.builder.add_js_file(FIGURES_STATIC)  # right after: it wraps Plotly.newPlot
+        app.builder.add_css_file(FIGURES_CSS_STATIC)
+
+
+def _root_redirect(app: Sphinx, exception: Exception | None) -> None:
+    """The site root (``index.html``) as a small page that redirects to the book's first page.
+
+    Jupyter Book's own (sphinx-external-toc's) is a lone ``<meta>`` tag: no favicon (the browser
+    then asks for ``/favicon.ico``, a 404), no language, no title, no link. Written before that
+    extension runs, which leaves an existing ``index.html`` alone.
+    """
+    if exception is not None or app.builder.name != "html" or app.config.root_doc == "index":
+        return
+    target = f"{app.config.root_doc}.html"
+    favicon = app.config.html_favicon or ""
+    if favicon and "://" not in favicon:
+        favicon = f"_static/{Path(favicon).name}"
+    title = html.escape(app.config.html_title or app.config.project)
+    icon = f'<link rel="icon" href="{html.escape(favicon)}">\n' if favicon else ""
+    language = html.escape(app.config.language or "en")
+    Path(app.outdir, "index.html").write_text(
+        f'<!DOCTYPE html>\n<html lang="{language}">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">\n<title>{title}</title>\n{icon}'
+        f'<meta http-equiv="Refresh" content="0; url={target}">\n</head>\n'
+        f'<body><p><a href="{target}">{title}</a></p></body>\n</html>\n',
+        encoding="utf-8",
+    )
 
 
 def _resolve_public_name(app: Sphinx, env: Any, node: Any, contnode: nodes.Element) -> nodes.Element | None:
@@ -83,8 +220,11 @@ def _resolve_public_name(app: Sphinx, env: Any, node: Any, contnode: nodes.Eleme
 def setup(app: Sphinx) -> dict[str, Any]:
     """Register the extension (``sphinx: extra_extensions: [posviz.sphinxext]``)."""
     app.add_config_value("posviz_mathjax_dir", "node_modules/mathjax/es5", "env", [str])
+    app.add_config_value("posviz_plotly_js", PLOTLY_JS_DEFAULT, "env", [str])
     app.connect("config-inited", _set_mathjax_path)
+    app.connect("config-inited", _theme_templates)
     app.connect("builder-inited", _copy_assets)
-    app.connect("html-page-context", _add_plotly_js)
+    app.connect("html-page-context", _page_context)
     app.connect("missing-reference", _resolve_public_name)
+    app.connect("build-finished", _root_redirect, priority=400)  # before sphinx-external-toc's
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,407 @@
+/* posviz.sphinxext: every Plotly figure of the page follows the reader's screen and theme.
+ *
+ * Loaded right after plotly.js, before the figures' inline scripts: it wraps Plotly.newPlot so
+ * that each figure, once drawn, is adapted to
+ *   - a narrow column (a phone): legends above the plot in rows, thin colour bars beside each
+ *     panel, side-by-side panels stacked, a fixed width dropped, smaller fonts and margins;
+ *   - the theme's dark mode (<html data-theme="dark">): plotly's "plotly_dark" template, light
+ *     text on the slider and dark-friendly colours for what the figure paints black or white.
+ * Every change is recorded with the value it replaced, so a figure goes back exactly when the
+ * window widens or the reader switches back to light (a figure holds all its slider states, so
+ * only its layout and styles are touched, never its data).
+ */
+(function () {
+  "use strict";
+  var Plotly = window.Plotly;
+  if (!Plotly || Plotly.__posviz) return;
+  Plotly.__posviz = true;
+
+  var NARROW = 640; // px of the figure's container below which the phone layout applies
+  var PANEL_GAP = 100; // px between stacked panels (room for a panel title)
+  var TEMPLATES = window.POSVIZ_TEMPLATES || {};
+  var DARK_TEMPLATE = TEMPLATES.plotly_dark || null;
+  var BLACKS = { black: 1, "#000": 1, "#000000": 1, "rgb(0,0,0)": 1, "rgb(0, 0, 0)": 1 };
+  var WHITES = { white: 1, "#fff": 1, "#ffffff": 1, "rgba(255,255,255,0.8)": 1, "rgba(255, 255, 255, 0.8)": 1 };
+  var figures = [];
+
+  function dark() {
+    return document.documentElement.dataset.theme === "dark";
+  }
+
+  function get(obj, path) {
+    var parts = path.replace(/\[(\d+)\]/g, ".$1").split(".");
+    for (var i = 0; i < parts.length; i++) {
+      if (obj === undefined || obj === null) return undefined;
+      obj = obj[parts[i]];
+    }
+    return obj;
+  }
+
+  function copy(value) {
+    return value === undefined ? null : JSON.parse(JSON.stringify(value));
+  }
+
+  /* The figure as it was before any adaptation: current value, unless an adaptation replaced it. */
+  function original(gd) {
+    var undo = gd.__posviz;
+    return {
+      layout: function (path) {
+        return path in undo.layout ? copy(undo.layout[path]) : copy(get(gd.layout, path));
+      },
+      trace: function (i, path) {
+        var u = undo.traces[i] || {};
+        return path in u ? copy(u[path]) : copy(get(gd.data[i], path));
+      },
+    };
+  }
+
+  function axisNames(layout, letter) {
+    return Object.keys(layout)
+      .filter(function (k) {
+        return new RegExp("^" + letter + "axis\\d*$").test(k);
+      })
+      .sort();
+  }
+
+  function traceAxes(trace) {
+    return [trace.xaxis || "x", trace.yaxis || "y"];
+  }
+
+  function axisKey(ref) {
+    return ref.charAt(0) + "axis" + ref.slice(1);
+  }
+
+  /* The phone layout: {layout: {path: value}, traces: [{path: value}]}, read from the original. */
+  function narrowChanges(gd, orig, width) {
+    var L = {};
+    var T = gd.data.map(function () {
+      return {};
+    });
+    var layout = gd.layout;
+    L["width"] = width; // a fixed width would overflow the column
+    L["font.size"] = 11;
+    L["margin.l"] = 48;
+    L["margin.r"] = 12;
+    var tm = orig.layout("margin.t");
+    if (tm !== null && tm > 60) L["margin.t"] = Math.max(60, Math.round(tm * 0.8));
+    if (orig.layout("title.text")) L["title.font.size"] = 11;
+
+    // Legends: above the plot, in rows, left-aligned (Plotly wraps a horizontal legend).
+    if (orig.layout("showlegend") !== false) {
+      L["legend.orientation"] = "h";
+      L["legend.x"] = 0;
+      L["legend.xanchor"] = "left";
+      L["legend.y"] = 1.02;
+      L["legend.yanchor"] = "bottom";
+      L["legend.font.size"] = 10;
+    }
+
+    // Panels: group the x axes into columns by domain; stack the columns one above the other.
+    var xs = axisNames(layout, "x");
+    var panels = [];
+    xs.forEach(function (xk) {
+      var dom = orig.layout(xk + ".domain") || [0, 1];
+      var yref = orig.layout(xk + ".anchor");
+      var yk = yref && yref !== "free" ? axisKey(yref) : "y" + xk.slice(1);
+      if (!(yk in layout)) return;
+      if (orig.layout(yk + ".overlaying")) return;
+      var ydom = orig.layout(yk + ".domain") || [0, 1];
+      panels.push({ x: xk, y: yk, xd: dom, yd: ydom });
+    });
+    var columns = [];
+    panels.forEach(function (p) {
+      if (columns.every(function (c) { return Math.abs(c - p.xd[0]) > 0.01; })) columns.push(p.xd[0]);
+    });
+    var height = orig.layout("height") || 450;
+    var stacked = panels.length > 1 && columns.length > 1;
+    if (stacked) {
+      // reading order: top row first, then left to right
+      panels.sort(function (a, b) {
+        return b.yd[1] - a.yd[1] || a.xd[0] - b.xd[0];
+      });
+      var mt = L["margin.t"] || tm || 80;
+      var mb = orig.layout("margin.b");
+      mb = mb === null ? 80 : mb;
+      var plotW = width - 48 - 12;
+      var panelH = Math.max(200, Math.min(plotW * 0.9, 320));
+      var sliderRoom = (orig.layout("sliders") || []).length ? 90 : 0;
+      var plotH = panels.length * panelH + (panels.length - 1) * PANEL_GAP;
+      height = Math.round(plotH + mt + mb + sliderRoom);
+      L["height"] = height;
+      var frac = function (px) {
+        return px / plotH;
+      };
+      panels.forEach(function (p, k) {
+        var top = 1 - frac(k * (panelH + PANEL_GAP));
+        var bottom = top - frac(panelH);
+        p.new = [Math.max(0, bottom), Math.min(1, top)];
+        L[p.x + ".domain"] = [0, 1];
+        L[p.y + ".domain"] = p.new;
+      });
+      // Subplot titles and other paper-placed annotations follow their panel.
+      (orig.layout("annotations") || []).forEach(function (a, i) {
+        if ((a.xref || "paper") !== "paper" || (a.yref || "paper") !== "paper") return;
+        var best = null;
+        panels.forEach(function (p) {
+          if (a.x < p.xd[0] - 0.02 || a.x > p.xd[1] + 0.02) return;
+          var d = Math.abs(a.y - p.yd[1]);
+          if (d < 0.15 && (!best || d < best.d)) best = { p: p, d: d };
+        });
+        if (!best) return;
+        var p = best.p;
+        L["annotations[" + i + "].x"] = p.xd[1] > p.xd[0] ? (a.x - p.xd[0]) / (p.xd[1] - p.xd[0]) : 0.5;
+        L["annotations[" + i + "].y"] = p.new[1] + (a.y - p.yd[1]);
+        L["annotations[" + i + "].font.size"] = 11;
+      });
+    }
+
+    // Colour bars: thin, beside the panel they belong to, titles beside them.
+    var seen = {};
+    gd.data.forEach(function (trace, i) {
+      var cbPath = null;
+      if (trace.colorbar !== undefined || /heatmap|contour|histogram2d/.test(trace.type || "")) cbPath = "colorbar";
+      else if (trace.marker && trace.marker.colorbar) cbPath = "marker.colorbar";
+      if (!cbPath || trace.showscale === false) return;
+      var axes = traceAxes(trace);
+      var yk = axisKey(axes[1]);
+      var panel = null;
+      panels.forEach(function (p) {
+        if (p.y === yk) panel = p;
+      });
+      var yd = panel ? panel.new || panel.yd : [0, 1];
+      T[i][cbPath + ".x"] = 1.02;
+      T[i][cbPath + ".xanchor"] = "left";
+      T[i][cbPath + ".y"] = (yd[0] + yd[1]) / 2;
+      T[i][cbPath + ".yanchor"] = "middle";
+      T[i][cbPath + ".len"] = Math.max(0.1, (yd[1] - yd[0]) * 0.95);
+      T[i][cbPath + ".lenmode"] = "fraction";
+      T[i][cbPath + ".thickness"] = 10;
+      T[i][cbPath + ".title.side"] = "right";
+      T[i][cbPath + ".title.font.size"] = 10;
+      T[i][cbPath + ".tickfont.size"] = 9;
+      seen[yk] = true;
+    });
+
+    // Shared colour axes: the same, beside the first panel that uses them.
+    Object.keys(layout).forEach(function (ca) {
+      if (!/^coloraxis\d*$/.test(ca)) return;
+      var panel = null;
+      gd.data.forEach(function (trace) {
+        if ((trace.coloraxis === ca || (trace.marker && trace.marker.coloraxis === ca)) && !panel) {
+          var yk = axisKey(traceAxes(trace)[1]);
+          panels.forEach(function (p) {
+            if (p.y === yk) panel = p;
+          });
+        }
+      });
+      var yd = panel ? panel.new || panel.yd : [0, 1];
+      var cb = ca + ".colorbar.";
+      L[cb + "x"] = 1.02;
+      L[cb + "xanchor"] = "left";
+      L[cb + "y"] = (yd[0] + yd[1]) / 2;
+      L[cb + "yanchor"] = "middle";
+      L[cb + "len"] = Math.max(0.1, (yd[1] - yd[0]) * 0.95);
+      L[cb + "lenmode"] = "fraction";
+      L[cb + "thickness"] = 10;
+      L[cb + "title.side"] = "right";
+      L[cb + "title.font.size"] = 10;
+      L[cb + "tickfont.size"] = 9;
+    });
+
+    // Sliders and buttons: smaller labels that fit the width.
+    (orig.layout("sliders") || []).forEach(function (s, i) {
+      L["sliders[" + i + "].font.size"] = 9;
+      L["sliders[" + i + "].currentvalue.font.size"] = 12;
+      L["sliders[" + i + "].pad.t"] = 30;
+    });
+    (orig.layout("updatemenus") || []).forEach(function (m, i) {
+      L["updatemenus[" + i + "].font.size"] = 10;
+      L["updatemenus[" + i + "].pad"] = { l: 0, r: 0, t: 0, b: 0 };
+    });
+    return { layout: L, traces: T };
+  }
+
+  function isBlack(c) {
+    return typeof c === "string" && BLACKS[c.replace(/\s+/g, "").toLowerCase()] === 1;
+  }
+
+  function isWhite(c) {
+    return typeof c === "string" && WHITES[c.replace(/\s+/g, "").toLowerCase()] === 1;
+  }
+
+  /* Dark mode: the dark template and dark-friendly colours for what the figure paints itself. */
+  function darkChanges(gd, orig) {
+    var L = {};
+    var T = gd.data.map(function () {
+      return {};
+    });
+    if (DARK_TEMPLATE) L["template"] = DARK_TEMPLATE;
+    L["paper_bgcolor"] = "#14181e";
+    L["plot_bgcolor"] = "#1e242c";
+    L["font.color"] = "#e6e9ee";
+    L["modebar.bgcolor"] = "rgba(20,24,30,0.6)";
+    L["modebar.color"] = "#aab3bf";
+    L["modebar.activecolor"] = "#e6e9ee";
+    if (isWhite(orig.layout("legend.bgcolor"))) L["legend.bgcolor"] = "rgba(20,24,30,0.8)";
+    (orig.layout("sliders") || []).forEach(function (s, i) {
+      L["sliders[" + i + "].font.color"] = "#e6e9ee";
+      L["sliders[" + i + "].currentvalue.font.color"] = "#e6e9ee";
+      L["sliders[" + i + "].bgcolor"] = "#8a94a3";
+      L["sliders[" + i + "].activebgcolor"] = "#e6e9ee";
+      L["sliders[" + i + "].bordercolor"] = "#14181e";
+      L["sliders[" + i + "].tickcolor"] = "#aab3bf";
+    });
+    (orig.layout("updatemenus") || []).forEach(function (m, i) {
+      // Plotly paints the active button a fixed light colour: keep dark text on light buttons.
+      L["updatemenus[" + i + "].bgcolor"] = "#c8d0da";
+      L["updatemenus[" + i + "].font.color"] = "#14181e";
+      L["updatemenus[" + i + "].bordercolor"] = "#8a94a3";
+    });
+    (orig.layout("annotations") || []).forEach(function (a, i) {
+      if (a.font && isBlack(a.font.color)) L["annotations[" + i + "].font.color"] = "#e6e9ee";
+      if (isWhite(a.bgcolor)) L["annotations[" + i + "].bgcolor"] = "rgba(20,24,30,0.8)";
+    });
+    (orig.layout("shapes") || []).forEach(function (s, i) {
+      if (s.line && isBlack(s.line.color)) L["shapes[" + i + "].line.color"] = "#c8d0da";
+    });
+    ["xaxis", "yaxis"].forEach(function (letter) {
+      axisNames(gd.layout, letter.charAt(0)).forEach(function (ax) {
+        ["linecolor", "gridcolor", "zerolinecolor", "tickcolor"].forEach(function (k) {
+          var c = orig.layout(ax + "." + k);
+          if (isBlack(c)) L[ax + "." + k] = "#c8d0da";
+          else if (isWhite(c)) L[ax + "." + k] = "#3a424d";
+        });
+      });
+    });
+    gd.data.forEach(function (trace, i) {
+      ["line.color", "marker.color", "marker.line.color"].forEach(function (path) {
+        var c = orig.trace(i, path);
+        if (isBlack(c)) T[i][path] = "#c8d0da";
+        else if (Array.isArray(c) && c.some(isBlack)) {
+          T[i][path] = c.map(function (x) {
+            return isBlack(x) ? "#c8d0da" : x;
+          });
+        }
+      });
+      if (isWhite(orig.trace(i, "hoverlabel.bgcolor"))) T[i]["hoverlabel.bgcolor"] = "#14181e";
+    });
+    return { layout: L, traces: T };
+  }
+
+  function merge(a, b) {
+    Object.keys(b.layout).forEach(function (k) {
+      a.layout[k] = b.layout[k];
+    });
+    b.traces.forEach(function (t, i) {
+      Object.keys(t).forEach(function (k) {
+        a.traces[i][k] = t[k];
+      });
+    });
+    return a;
+  }
+
+  function containerWidth(gd) {
+    var el = (gd.closest && gd.closest(".posviz-figure")) || gd.parentElement || gd;
+    return Math.floor(el.getBoundingClientRect().width || el.clientWidth || 0);
+  }
+
+  /* Bring one figure to what the page needs now; returns Plotly's promise (or null). */
+  function adapt(gd) {
+    if (!gd.__posviz || !gd.layout) return null;
+    var undo = gd.__posviz;
+    var width = containerWidth(gd);
+    var narrow = width > 0 && width < NARROW;
+    var isDark = dark();
+    var key = (narrow ? "n" + width : "w") + (isDark ? "d" : "l");
+    if (key === undo.key) return null;
+    var orig = original(gd);
+    var want = { layout: {}, traces: gd.data.map(function () { return {}; }) };
+    if (narrow) merge(want, narrowChanges(gd, orig, width));
+    if (isDark) merge(want, darkChanges(gd, orig));
+
+    // One update: what is wanted now, and the original back wherever it is no longer wanted.
+    var L = {};
+    Object.keys(undo.layout).forEach(function (k) {
+      if (!(k in want.layout)) L[k] = undo.layout[k] === undefined ? null : undo.layout[k];
+    });
+    Object.keys(want.layout).forEach(function (k) {
+      L[k] = want.layout[k];
+    });
+    var newUndo = {};
+    Object.keys(want.layout).forEach(function (k) {
+      newUndo[k] = k in undo.layout ? undo.layout[k] : copy(get(gd.layout, k));
+    });
+    var traceKeys = {};
+    var newTraceUndo = gd.data.map(function () { return {}; });
+    gd.data.forEach(function (trace, i) {
+      var u = undo.traces[i] || {};
+      Object.keys(u).forEach(function (k) {
+        if (!(k in want.traces[i])) traceKeys[k] = true;
+      });
+      Object.keys(want.traces[i]).forEach(function (k) {
+        traceKeys[k] = true;
+        newTraceUndo[i][k] = k in u ? u[k] : copy(get(trace, k));
+      });
+    });
+    var traceUpdate = {};
+    Object.keys(traceKeys).forEach(function (k) {
+      traceUpdate[k] = gd.data.map(function (trace, i) {
+        if (k in want.traces[i]) return want.traces[i][k];
+        var u = undo.traces[i] || {};
+        if (k in u) return u[k] === null ? null : u[k];
+        return copy(get(trace, k)); // untouched: set to what it is
+      });
+    });
+    undo.layout = newUndo;
+    undo.traces = newTraceUndo;
+    undo.key = key;
+    var count = gd.data.length;
+    var indices = [];
+    for (var i = 0; i < count; i++) indices.push(i);
+    gd.classList.toggle("posviz-narrow", narrow);
+    return Promise.resolve(Plotly.update(gd, traceUpdate, L, indices)).then(function () {
+      // plotly.py's wrapper div has the original height: let it follow the figure's
+      var outer = gd.parentElement;
+      if (outer && outer.style && /px$/.test(outer.style.height || "") && gd._fullLayout) {
+        outer.style.height = gd._fullLayout.height + "px";
+      }
+    });
+  }
+
+  function adaptAll() {
+    figures.forEach(function (gd) {
+      if (document.body.contains(gd)) adapt(gd);
+    });
+  }
+
+  var newPlot = Plotly.newPlot;
+  Plotly.newPlot = function (gd, data, layout) {
+    var el = typeof gd === "string" ? document.getElementById(gd) : gd;
+    // A figure that names a shared template (data-posviz-template) does not carry it.
+    var name = el && el.dataset ? el.dataset.posvizTemplate : null;
+    if (name && TEMPLATES[name] && layout && !layout.template) layout.template = TEMPLATES[name];
+    var result = newPlot.apply(this, arguments);
+    if (!el) return result;
+    return Promise.resolve(result).then(function (drawn) {
+      if (!el.__posviz) {
+        el.__posviz = { layout: {}, traces: [], key: "wl" };
+        figures.push(el);
+      }
+      return Promise.resolve(adapt(el)).then(function () {
+        el.dataset.posvizReady = "1";
+        return drawn;
+      });
+    });
+  };
+
+  var timer = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(timer);
+    timer = setTimeout(adaptAll, 150);
+  });
+  new MutationObserver(adaptAll).observe(document.documentElement, {
+    attributes: true,
+    attributeFilter: ["data-theme"],
+  });
+  window.posvizAdaptFigures = adaptAll;
+})();
