@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 import pytest
 
 import posviz
+import posviz.widgets as widgets_pkg
 from posviz.widgets import Explorer, explorer
 
 
@@ -95,3 +96,52 @@ def test_update_may_return_a_figure_and_provide_the_first_one() -> None:
 def test_without_a_figure_update_must_return_one() -> None:
     with pytest.raises(TypeError, match="must return a figure"):
         explorer({"x": widgets.IntSlider()}, lambda x: [{"y": [x]}])
+
+
+# ---- what reaches the frontend (the JupyterLab test drives the real thing) ---------------------
+
+
+def test_the_synced_state_is_the_current_figure() -> None:
+    """A view drawn later (a page reload, a second view) draws ``_widget_data``: after every
+    update it is the whole current figure, text traces with their coordinates."""
+    fig = go.Figure([go.Scatter(x=[0], y=[0]), go.Scatter(x=[0, 1], y=[0, 0], mode="text", text=["", ""])])
+    slider = widgets.IntSlider(value=1)
+    box = explorer({"n": slider}, lambda n: [{"x": list(range(n)), "y": [n] * n}, {"text": [f"n={n}", "b"]}], fig)
+    for n in (1, 4):
+        slider.value = n
+        data = box.figure._widget_data
+        assert list(data[0]["x"]) == list(range(n)) and data[1]["text"] == [f"n={n}", "b"]
+        assert list(data[1]["x"]) == [0, 1] and list(data[1]["y"]) == [0, 0]  # the text keeps its place
+
+
+def test_the_figure_opens_its_comm_complete(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comm opens with the figure after the first update in its state (an update sent right
+    after the opening can be dropped by a frontend still loading the widget's module)."""
+    opened = []
+    original = widgets.Widget.open
+
+    def record(self: widgets.Widget) -> None:
+        if self.comm is None and isinstance(self, widgets_pkg.ExplorerFigure):
+            opened.append(list(self._widget_data[0]["z"][0]))
+        original(self)
+
+    monkeypatch.setattr(widgets.Widget, "open", record)
+    _encoding_explorer()
+    assert [len(z) for z in opened] == [8]  # opened once, with the first update's 8 columns
+
+
+def test_figure_fills_the_width_and_controls_have_room() -> None:
+    fig = go.Figure(go.Heatmap(z=[[0.0]]), layout={"width": 900, "height": 400})
+    slider = widgets.IntSlider(layout=widgets.Layout(width="auto"), description="a long description")
+    box = explorer({"x": slider, "c": widgets.Checkbox(description="c")}, lambda x, c: [{"z": [[x]]}], fig)
+    assert box.figure.layout.width is None and box.figure.layout.autosize and box.figure.layout.height == 400
+    assert box.figure._config["responsive"]
+    assert slider.layout.width == widgets_pkg.CONTROL_WIDTH and slider.style.description_width == "initial"
+    assert box.children[0].layout.flex_flow == "row wrap"
+    assert "ResizeObserver" in box.figure._esm and "export default" in box.figure._esm
+
+
+def test_colorbar_below_its_panel() -> None:
+    bar = widgets_pkg.colorbar_below([0.0, 0.4], plot_height=300, title={"text": "PE"})
+    assert bar["orientation"] == "h" and bar["len"] == pytest.approx(0.4) and bar["x"] == pytest.approx(0.2)
+    assert bar["y"] < 0 and bar["title"] == {"side": "top", "text": "PE"}

@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from posviz import sinusoidal_encoding
-from posviz.learned import TrainConfig, cosine_similarity_matrix, train_window_max
+from posviz.learned import WindowMaxConfig, cosine_similarity_matrix, train_window_max
 from posviz.widgets import Explorer
 from posviz.widgets.learned import learned_explorer
 
-CONFIG = TrainConfig(steps=20, checkpoints=(0, 10, 20), probe=16)
+CONFIG = WindowMaxConfig(steps=20, checkpoints=(0, 10, 20), probe=16)
 GRID = {"max_lens": (8, 12), "dims": (4, 6), "seeds": (0, 1), "config": CONFIG, "max_len": 12, "dim": 6}
 
 
@@ -34,7 +34,7 @@ def test_builds_with_the_initial_values(box):
     table, learned, sinusoidal = _snapshot(box)
     assert table.shape == (12, 6) and learned.shape == (12, 12) and sinusoidal.shape == (12, 12)
     # the middle panel is posviz's cosine similarity of the stored table, the right one the sinusoidal table's
-    run = train_window_max(TrainConfig(**{**CONFIG.__dict__, "max_len": 12, "dim": 6, "seed": 0}))
+    run = train_window_max(WindowMaxConfig(**{**CONFIG.__dict__, "max_len": 12, "dim": 6, "seed": 0}))
     np.testing.assert_allclose(learned, cosine_similarity_matrix(run.snapshots[-1].table).numpy(), atol=1e-6)
     np.testing.assert_allclose(
         sinusoidal, cosine_similarity_matrix(sinusoidal_encoding(12, 6, device="cpu")).numpy(), atol=1e-6
@@ -94,7 +94,7 @@ def test_step_zero_is_the_random_initial_table():
 
 
 def test_reuses_given_runs():
-    run = train_window_max(TrainConfig(**{**CONFIG.__dict__, "max_len": 8, "dim": 4, "seed": 0}))
+    run = train_window_max(WindowMaxConfig(**{**CONFIG.__dict__, "max_len": 8, "dim": 4, "seed": 0}))
     with torch.no_grad():
         run.snapshots[-1].table.fill_(1.0)  # marks the run: the explorer must draw this one
     box = learned_explorer({(8, 4, 0): run}, max_lens=(8,), dims=(4,), seeds=(0,), config=CONFIG, max_len=8, dim=4)

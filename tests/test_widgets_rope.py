@@ -50,7 +50,7 @@ def test_scores_come_from_rope_scores() -> None:
     expected = posviz.rope.rope_scores(qv.expand(10, 64), kv.expand(10, 64), layout="half")
     np.testing.assert_allclose(z, expected.numpy(), atol=1e-12)
     bound = np.asarray(box.figure.data[6].y)
-    np.testing.assert_allclose(bound, posviz.rope_decay_bound(torch.arange(10.0, dtype=torch.float64), 64).numpy())
+    np.testing.assert_allclose(bound, posviz.rope_mean_partial_sum(torch.arange(10.0, dtype=torch.float64), 64).numpy())
 
 
 def test_query_and_key_arrows_follow_m_and_n() -> None:

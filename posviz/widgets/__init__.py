@@ -4,21 +4,58 @@ The static web page cannot run Python: there, figures use :func:`posviz.plots.sl
 An :class:`Explorer` recomputes a figure from live controls; a bad combination of values (say,
 an odd dimension) never raises out of the callback: it shows a one-line message and keeps the
 last good figure.
+
+What a reader sees in JupyterLab, Colab or Binder is the frontend's copy of the figure, not the
+Python one, and Plotly's ``FigureWidget`` keeps the two in step only partly: the figure state
+that a new view draws (the first display, a page reload, a second view) is the one from when
+the widget was built, and the frontend patches its copy with each batched update, losing the
+coordinates of a trace whose update leaves them out. :class:`Explorer` therefore republishes the
+whole figure state after every update (:func:`publish`). It also gives every control a usable
+width, lets the control row wrap, and lets the figure fill the output's width and follow resizes.
 """
 
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from copy import deepcopy
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
+import plotly
 import plotly.graph_objects as go
 import torch
 from plotly.basedatatypes import BaseFigure
 
-__all__ = ["Explorer", "Update", "explorer", "one_thread"]
+__all__ = [
+    "CONTROL_WIDTH",
+    "Explorer",
+    "ExplorerFigure",
+    "Update",
+    "colorbar_below",
+    "explorer",
+    "one_thread",
+    "publish",
+]
+
+CONTROL_WIDTH = "330px"
+"""The width every slider and dropdown of an explorer gets unless it asks for more: a slider's
+track is what is left after its label and readout, so ``width="auto"`` (or a narrow width with a
+long label) leaves no track to drag."""
+
+_SLIDERS = (
+    widgets.IntSlider,
+    widgets.FloatSlider,
+    widgets.FloatLogSlider,
+    widgets.SelectionSlider,
+    widgets.IntRangeSlider,
+    widgets.FloatRangeSlider,
+    widgets.SelectionRangeSlider,
+)
 
 Update = BaseFigure | Sequence[Mapping[str, Any]]
 """What an update function returns: a figure with as many traces as the explorer's figure
@@ -51,6 +88,150 @@ def _apply(target: BaseFigure, traces: list[dict[str, Any]], layout: dict[str, A
         for trace, update in zip(target.data, traces):
             trace.update(update)
         target.layout.update(layout)
+    publish(target)
+
+
+def publish(figure: BaseFigure) -> None:
+    """Make a ``FigureWidget``'s synced state the figure as it is now (a plain figure: no-op).
+
+    A view draws the widget's ``_widget_data`` and ``_widget_layout``. Plotly sets them when the
+    widget is built and when the figure itself is displayed, but not when it sits in a box, so a
+    view created later (the box shown after an update, a page reload with the kernel running,
+    a second view) would draw the figure as it was built. Batched updates reach the frontend as
+    one restyle in which a trace that changes only some properties gets *undefined* for the
+    others; the frontend's copy of the state turns those into missing coordinates (a text
+    trace updated with only ``text`` loses its x and y). Setting both traits after every update
+    replaces that copy with the complete, current figure; views already drawn ignore it.
+    """
+    if isinstance(figure, widgets.Widget):
+        figure._widget_data = deepcopy(figure._data)
+        figure._widget_layout = deepcopy(figure._layout_obj._props)
+
+
+# anywidget renders a view before the output holding it is attached to the page, so plotly.js
+# draws at its default 700 px, and nothing tells Plotly's widget when the output's width changes.
+# This wrapper around Plotly's own widget module redraws the figure at its element's width
+# whenever that width changes (plotly.js's `responsive` handler: Plotly.Plots.resize).
+_FIT_TO_WIDTH = """
+const __posvizPlotlyWidget = %s;
+export default () => {
+  const base = __posvizPlotlyWidget();
+  return {
+    initialize(context) {
+      return base.initialize(context);
+    },
+    render(context) {
+      const cleanup = base.render(context);
+      const el = context.el;
+      let tries = 0;
+      const fit = () => {
+        if (!el.isConnected || !el.clientWidth) return;
+        if (!el._fullLayout || !el._responsiveChartHandler) {  // still drawing
+          if (tries++ < 300) requestAnimationFrame(fit);
+          return;
+        }
+        tries = 0;
+        if (Math.abs(el._fullLayout.width - el.clientWidth) > 1) el._responsiveChartHandler();
+      };
+      const observer = new ResizeObserver(fit);
+      observer.observe(el);
+      return () => {
+        observer.disconnect();
+        if (typeof cleanup === "function") cleanup();
+      };
+    },
+  };
+};
+"""
+
+
+@cache
+def _figure_module() -> str:
+    """Plotly's widget module with its default export wrapped by :data:`_FIT_TO_WIDTH` (or, if
+    a Plotly release bundles it differently, unchanged)."""
+    code = (Path(plotly.__file__).parent / "package_data" / "widgetbundle.js").read_text(encoding="utf-8")
+    exports = list(re.finditer(r"export\s*\{([^{}]*)\}", code))
+    if not exports:
+        return code
+    last = exports[-1]
+    names = [item.strip() for item in last.group(1).split(",")]
+    default = [item for item in names if re.fullmatch(r"[\w$]+ as default", item)]
+    if len(default) != 1:
+        return code
+    kept = ",".join(item for item in names if item not in default)
+    local = default[0].split()[0]
+    patched = code[: last.start()] + (f"export{{{kept}}}" if kept else "") + code[last.end() :]
+    return patched + _FIT_TO_WIDTH % local
+
+
+class ExplorerFigure(go.FigureWidget):
+    """A ``go.FigureWidget`` that reaches the page whole and fills its output's width.
+
+    * Plotly's widget opens its comm (the frontend's copy of the widget) before it holds any
+      data, then sends the data as an update; a frontend still loading the widget's module (5 MB,
+      slow on a busy machine) drops that update and draws an empty figure. This one opens its
+      comm only when it is complete, with the figure in the opening state; ``defer_open=True``
+      leaves the opening to :meth:`open`, so that updates made before it arrive whole too.
+    * It is drawn at the width of its element and redrawn when that width changes (Plotly's
+      widget keeps its first width, usually plotly.js's 700 px default).
+    """
+
+    _esm = _figure_module()
+
+    def __init__(self, *args: Any, defer_open: bool = False, **kwargs: Any) -> None:
+        self._opening_deferred = True
+        super().__init__(*args, **kwargs)
+        self._config = {**self._config, "responsive": True}
+        self.layout.width = None
+        self.layout.autosize = True
+        self._opening_deferred = False
+        if not defer_open:
+            self.open()
+
+    def open(self) -> None:
+        """Open the comm, its state the figure as it is now (no-op while being built)."""
+        if getattr(self, "_opening_deferred", False):
+            return
+        if self.comm is None:
+            publish(self)
+        super().open()
+
+
+def _fit(control: widgets.Widget) -> None:
+    """A slider or dropdown at least :data:`CONTROL_WIDTH` wide (an explicit width in ``px``
+    above it stays), not shrunk by the row, with its label at its natural width."""
+    if isinstance(control, (*_SLIDERS, widgets.Dropdown)):
+        width = control.layout.width or ""
+        if not (width.endswith("px") and float(width[:-2]) >= float(CONTROL_WIDTH[:-2])):
+            control.layout.width = CONTROL_WIDTH
+    control.layout.flex = "0 0 auto"
+    style = getattr(control, "style", None)
+    if style is not None and hasattr(style, "description_width") and not style.description_width:
+        style.description_width = "initial"
+
+
+def colorbar_below(domain: Sequence[float], plot_height: int, gap: int = 58, **colorbar: Any) -> dict[str, Any]:
+    """A horizontal colour bar under the panel whose x domain is ``domain`` (paper fractions),
+    as wide as the panel and ``gap`` px below its plot area (under the x-axis title).
+
+    The figure's width is the output's, anywhere from about 700 to 1,900 px, so a vertical bar
+    placed between two panels lands on the next panel's tick labels at one width or another;
+    one under its own panel never does. ``plot_height`` is the height of the plot area (the
+    figure's height less its top and bottom margins): the bottom margin must hold ``gap`` plus
+    about 50 px. Other keyword arguments are colour-bar properties.
+    """
+    left, right = domain
+    return {
+        "orientation": "h",
+        "x": (left + right) / 2,
+        "xanchor": "center",
+        "len": right - left,
+        "y": -gap / plot_height,
+        "yanchor": "top",
+        "thickness": 10,
+        **colorbar,
+        "title": {"side": "top", **colorbar.get("title", {})},
+    }
 
 
 @contextmanager
@@ -73,26 +254,36 @@ class Explorer(widgets.VBox):
     ``update`` raises, or returns something the figure cannot take, the error is shown in
     :attr:`status` and the figure keeps its last good state.
 
+    The controls sit in a wrapping row, sliders and dropdowns at least :data:`CONTROL_WIDTH`
+    wide; the figure fills the width of the output and follows resizes of the window (a width
+    set on the figure's layout is dropped, its height stays); after every update the whole
+    figure state is republished (:func:`publish`), so a view drawn later shows the current figure.
+
     Attributes:
         controls: the control widgets, by keyword name.
         status: an ``ipywidgets.HTML`` line: empty, or the last error.
-        figure: the ``go.FigureWidget`` being updated.
+        figure: the figure being updated: an :class:`ExplorerFigure`, a copy of the figure given.
     """
 
     def __init__(
         self,
         controls: Mapping[str, widgets.ValueWidget],
         update: Callable[..., Update],
-        figure: go.FigureWidget,
+        figure: BaseFigure,
     ) -> None:
         self.controls = dict(controls)
         self.update = update
-        self.figure = figure
+        # a copy whose comm opens only once the first update is in it (see ExplorerFigure)
+        self.figure = ExplorerFigure(figure, defer_open=True)
         self.status = widgets.HTML(layout=widgets.Layout(min_height="1.5em"))
-        super().__init__([widgets.HBox(list(self.controls.values())), self.status, figure])
+        for control in self.controls.values():
+            _fit(control)
+        self.refresh()
+        self.figure.open()
+        row = widgets.HBox(list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap"))
+        super().__init__([row, self.status, self.figure], layout=widgets.Layout(width="100%"))
         for control in self.controls.values():
             control.observe(self.refresh, names="value")
-        self.refresh()
 
     def refresh(self, _change: object = None) -> bool:
         """Recompute the figure from the controls; ``False`` (and a message) if that failed."""
@@ -116,13 +307,12 @@ def explorer(
 ) -> Explorer:
     """Build an :class:`Explorer`; ``figure`` defaults to the first ``update`` result.
 
-    A plain ``go.Figure`` is wrapped in a ``go.FigureWidget``. Without a figure, ``update`` is
-    called once with the controls' initial values and must return a figure.
+    The figure is copied into an :class:`ExplorerFigure` (pass a plain ``go.Figure``: a
+    ``go.FigureWidget`` would open a widget that is never shown). Without a figure, ``update``
+    is called once with the controls' initial values and must return a figure.
     """
     if figure is None:
         figure = update(**{name: control.value for name, control in controls.items()})
         if not isinstance(figure, BaseFigure):
             raise TypeError(f"without a figure, update must return a figure, got {type(figure).__name__}")
-    if not isinstance(figure, go.FigureWidget):
-        figure = go.FigureWidget(figure)
     return Explorer(controls, update, figure)

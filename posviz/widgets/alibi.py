@@ -17,12 +17,14 @@ from plotly.subplots import make_subplots
 
 from ..alibi import alibi_bias, alibi_distance_weights, alibi_effective_window, alibi_slopes
 from ..plots.alibi import slope_label
-from . import Explorer, explorer
+from . import Explorer, colorbar_below, explorer
 
 __all__ = ["alibi_explorer"]
 
 _CPU = torch.device("cpu")
 _F64 = torch.float64
+_HEIGHT = 500
+_MARGIN = {"t": 60, "b": 120}  # room below the panels for the colour bar and the legend
 MAX_LENGTH = 1 << 16
 """The longest row the explorer draws (a longer one is refused with a message)."""
 
@@ -107,7 +109,7 @@ def alibi_explorer(
             colorscale="Blues_r",
             xgap=1,
             ygap=1,
-            colorbar={"x": 0.38, "len": 0.9},
+            colorbar=colorbar_below(fig.layout.xaxis.domain, _HEIGHT - sum(_MARGIN.values())),
             hovertemplate="query i = %{y}<br>key j = %{x}<br>bias = %{z:.4f}<extra></extra>",
         ),
         row=1,
@@ -124,9 +126,9 @@ def alibi_explorer(
         col=2,
     )
     fig.update_layout(
-        height=440,
-        margin={"t": 60, "b": 40},
-        legend={"orientation": "h", "x": 0.45, "y": -0.18, "yanchor": "top"},
+        height=_HEIGHT,
+        margin=_MARGIN,
+        legend={"orientation": "h", "x": 0.45, "y": -58 / (_HEIGHT - sum(_MARGIN.values())), "yanchor": "top"},
     )
     fig.update_xaxes(title_text="key j", row=1, col=1)
     fig.update_yaxes(title_text="query i", autorange="reversed", row=1, col=1)

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import torch
 
 from .._validate import check_int, check_positive
-from ..attention import self_attention
+from ..dot_product import self_attention
 from ..plots._sliders import heatmap_trace
 from ..plots.attention import METHOD_LABELS, position_kwargs, toy_projections
 from . import Explorer, explorer
@@ -42,7 +42,7 @@ def attention_state(
     """The explorer's numbers, as an :class:`AttentionState`.
 
     A seeded standard-normal sequence ``x: [L, d]`` goes through one head
-    (:func:`posviz.attention.self_attention` with :func:`~posviz.plots.attention.toy_projections`,
+    (:func:`posviz.self_attention` with :func:`~posviz.plots.attention.toy_projections`,
     scores multiplied by ``1 / (temperature · √d)``), with position put in by ``method`` (see
     :func:`~posviz.plots.attention.position_kwargs`: ``base`` for the sinusoidal encoding and
     RoPE, ``slope`` for ALiBi). ``difference`` is ``Attn(x[π]) - Attn(x)[π]`` for a seeded
@@ -183,10 +183,9 @@ def attention_explorer(
     slider is greyed out unless the method uses it, and so is the slope slider.
     """
     style = {"description_width": "initial"}
-    size = widgets.Layout(width="250px")
 
     def slider(kind: type, value: object, description: str, **kwargs: object) -> widgets.ValueWidget:
-        return kind(value=value, description=description, style=style, layout=size, **kwargs)
+        return kind(value=value, description=description, style=style, **kwargs)
 
     controls = {
         "length": slider(widgets.IntSlider, length, "length L", min=1, max=128),
@@ -201,7 +200,6 @@ def attention_explorer(
     }
     first = _figure({name: control.value for name, control in controls.items()})
     box = explorer(controls, _traces, first)
-    box.children[0].layout.flex_flow = "row wrap"
 
     def grey_out(_change: object = None) -> None:
         chosen = controls["method"].value

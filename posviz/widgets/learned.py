@@ -21,7 +21,7 @@ import plotly.io as pio
 import torch
 
 from ..absolute import sinusoidal_encoding
-from ..learned import TrainConfig, TrainingRun, cosine_similarity_matrix, train_grid
+from ..learned import TrainingRun, WindowMaxConfig, cosine_similarity_matrix, train_grid
 from . import Explorer, explorer, one_thread
 
 __all__ = ["learned_explorer"]
@@ -118,7 +118,7 @@ def learned_explorer(
     max_lens: Sequence[int] = (16, 32, 48),
     dims: Sequence[int] = (8, 16, 32),
     seeds: Sequence[int] = (0, 1),
-    config: TrainConfig | None = None,
+    config: WindowMaxConfig | None = None,
     max_len: int = 48,
     dim: int = 32,
     base: float = 10000.0,
@@ -180,7 +180,4 @@ def learned_explorer(
             {"text": [caption]},
         ]
 
-    fig = go.FigureWidget(_figure())
-    box = explorer(controls, update, fig)
-    box.children[0].layout.flex_flow = "row wrap"  # six sliders: let them wrap onto two rows
-    return box
+    return explorer(controls, update, _figure())

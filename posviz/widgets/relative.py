@@ -17,7 +17,7 @@ from . import Explorer, explorer
 __all__ = ["relative_explorer"]
 
 
-def _figure() -> go.FigureWidget:
+def _figure() -> go.Figure:
     fig = make_subplots(
         rows=1,
         cols=2,
@@ -51,8 +51,8 @@ def _figure() -> go.FigureWidget:
     # The default template's layout only: its per-trace-type defaults (unused here) would only
     # enlarge the widget's state.
     template = go.layout.Template(layout=pio.templates["plotly"].layout)
-    fig.update_layout(height=460, width=900, margin={"t": 60, "b": 50}, template=template)
-    return go.FigureWidget(fig)
+    fig.update_layout(height=460, margin={"t": 60, "b": 50}, template=template)
+    return fig
 
 
 def relative_explorer(
@@ -78,8 +78,6 @@ def relative_explorer(
         "max_distance": widgets.IntSlider(value=max_distance, min=1, max=1024, description="max_distance", style=style),
         "bidirectional": widgets.Checkbox(value=bidirectional, description="bidirectional (T5 encoder)"),
     }
-    for control in controls.values():
-        control.layout = widgets.Layout(width="auto")
 
     def update(
         length: int, rmin: int, rmax: int, num_buckets: int, max_distance: int, bidirectional: bool

@@ -5,7 +5,7 @@ position ``m``, the offset ``r = m - n`` of the key, and the pair layout. Panels
 planes (the fastest, a middle and the slowest pair) with the query at ``m`` and the key at
 ``n = m - r``; the score matrix of one query and one key vector placed at every position
 (:func:`posviz.rope.rope_scores`) with the cell ``(m, n)`` marked; RoFormer's decay bound
-(:func:`posviz.rope_decay_bound`) with the distance ``|r|`` marked.
+(:func:`posviz.rope_mean_partial_sum`) with the distance ``|r|`` marked.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from plotly.subplots import make_subplots
 
 from ..frequencies import rope_frequencies
 from ..plots.rope import K_COLOR, Q_COLOR, _unit_pairs
-from ..rope import apply_rope, rope_complex_view, rope_decay_bound, rope_scores
+from ..rope import apply_rope, rope_complex_view, rope_mean_partial_sum, rope_scores
 from . import Explorer, explorer
 
 __all__ = ["rope_explorer"]
@@ -78,7 +78,7 @@ def _update(dim: int, base: float, length: int, position: int, offset: int, layo
     ]
     reach = max(length - 1, abs(offset), 1)
     r = torch.arange(0, reach + 1, dtype=torch.float64)
-    bound = rope_decay_bound(r, dim, base)
+    bound = rope_mean_partial_sum(r, dim, base)
     out += [
         {"x": r.numpy(), "y": bound.numpy()},
         {"x": [abs(offset)], "y": [bound[abs(offset)].item()]},
@@ -201,25 +201,22 @@ def rope_explorer(
     ``r = m - n``, and a pair-layout dropdown (the same vectors read with the other pairing).
 
     Every update recomputes with :func:`~posviz.apply_rope`, :func:`~posviz.rope.rope_scores` and
-    :func:`~posviz.rope_decay_bound`; a bad value (say an odd ``d`` typed in) shows a one-line
+    :func:`~posviz.rope_mean_partial_sum`; a bad value (say an odd ``d`` typed in) shows a one-line
     message and keeps the last figure.
     """
     style = {"description_width": "initial"}
-    wide = widgets.Layout(width="260px")
     controls = {
-        "dim": widgets.IntSlider(value=dim, min=2, max=256, step=2, description="d", style=style, layout=wide),
+        "dim": widgets.IntSlider(value=dim, min=2, max=256, step=2, description="d", style=style),
         "base": widgets.FloatLogSlider(
-            value=base, base=10, min=0, max=7, step=0.1, description="base", style=style, layout=wide
+            value=base, base=10, min=0, max=7, step=0.1, description="base", style=style
         ),
-        "length": widgets.IntSlider(value=length, min=2, max=256, description="length L", style=style, layout=wide),
-        "position": widgets.IntSlider(value=position, min=0, max=4096, description="query m", style=style, layout=wide),
+        "length": widgets.IntSlider(value=length, min=2, max=256, description="length L", style=style),
+        "position": widgets.IntSlider(value=position, min=0, max=4096, description="query m", style=style),
         "offset": widgets.IntSlider(
-            value=offset, min=-256, max=256, description="offset r = m − n", style=style, layout=wide
+            value=offset, min=-256, max=256, description="offset r = m − n", style=style
         ),
         "layout": widgets.Dropdown(
-            value=layout, options=["interleaved", "half"], description="layout", style=style, layout=wide
+            value=layout, options=["interleaved", "half"], description="layout", style=style
         ),
     }
-    box = explorer(controls, _update, _figure())
-    box.children[0].layout = widgets.Layout(flex_flow="row wrap")  # six controls: let them wrap
-    return box
+    return explorer(controls, _update, _figure())

@@ -16,11 +16,13 @@ import torch
 from plotly.subplots import make_subplots
 
 from ..absolute import sinusoidal_encoding, sinusoidal_offset_similarity
-from . import Explorer, explorer, one_thread
+from . import Explorer, colorbar_below, explorer, one_thread
 
 __all__ = ["sinusoidal_explorer"]
 
 _CPU = torch.device("cpu")
+_HEIGHT = 520
+_MARGIN = {"t": 50, "b": 120}  # room below the table for its colour bar
 
 # The look of plotly's default template without its per-trace-type defaults (a smaller widget state).
 _GRID = {"gridcolor": "white", "zerolinecolor": "white", "linecolor": "white"}
@@ -50,7 +52,8 @@ def _state(dim: int, base: float, length: int, offset: int) -> list[dict]:
         {
             "x": marked,
             "y": [value, value],
-            "text": [f"k = {marked[0]}", f"k = {marked[1]}: {value:.3f}"],
+            # labels away from each other (left of -k, right of +k); one label when k = 0
+            "text": ["" if marked[1] == 0 else f"k = {marked[0]}", f"k = {marked[1]}: {value:.3f}"],
         },
     ]
 
@@ -91,7 +94,7 @@ def sinusoidal_explorer(
             zmid=0,
             colorscale="RdBu",
             reversescale=True,
-            colorbar={"title": {"text": "PE"}, "x": 0.43, "len": 0.9},
+            colorbar=colorbar_below(fig.layout.xaxis.domain, _HEIGHT - sum(_MARGIN.values()), title={"text": "PE"}),
             hovertemplate="p = %{y}, j = %{x}<br>PE = %{z:.3f}<extra></extra>",
         ),
         row=1,
@@ -105,7 +108,8 @@ def sinusoidal_explorer(
     fig.add_trace(
         go.Scatter(
             mode="markers+text",
-            textposition="top center",
+            textposition=["top left", "top right"],
+            cliponaxis=False,
             marker={"size": 10, "color": "#d62728"},
             name="±k",
             hoverinfo="skip",
@@ -113,7 +117,7 @@ def sinusoidal_explorer(
         row=1,
         col=2,
     )
-    fig.update_layout(height=460, showlegend=False, margin={"t": 50}, template=_TEMPLATE)
+    fig.update_layout(height=_HEIGHT, showlegend=False, margin=_MARGIN, template=_TEMPLATE)
     fig.update_xaxes(title_text="dimension j", row=1, col=1)
     fig.update_yaxes(title_text="position p", autorange="reversed", row=1, col=1)
     fig.update_xaxes(title_text="offset k", row=1, col=2)
