@@ -1,7 +1,8 @@
 """Launching the chapters as a new reader would: Colab, Binder and a fresh environment.
 
 * Every chapter has a setup cell generated from ``_config.yml`` and a paired ``.ipynb`` that is
-  up to date (``tools/notebooks.py --check``).
+  up to date (``tools/notebooks.py --check``), in plain Markdown (Colab renders no MyST):
+  equation numbers, author–year citations linked to the bibliography, collapsed solutions.
 * Every chapter page of the built site has Colab, Binder and live-code (Thebe) buttons whose
   targets are the repository in ``_config.yml`` and the chapter's own ``.ipynb``.
 * Stand-in for Colab: a wheel of posviz, a fresh virtual environment with only the reader-facing
@@ -51,6 +52,56 @@ def test_setup_cell_comes_from_the_config(name):
     repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
     assert f"git+{repo['url']}@{repo['branch']}" in source
     assert all(not c["outputs"] for c in code), "committed notebooks carry no outputs"
+
+
+MYST_LEFT = {
+    "role": re.compile(r"\{[a-z][\w:-]*\}`"),
+    "directive": re.compile(r"^(:::|```)\{", re.M),
+    "target": re.compile(r"^\([^()\s]+\)=\s*$", re.M),
+    "equation label": re.compile(r"\$\$[ \t]*\([^()\s]+\)[ \t]*$", re.M),
+}
+
+
+@pytest.mark.parametrize("name", chapter_names())
+def test_notebook_markdown_is_plain(name):
+    """What Colab (and JupyterLab without jupyterlab-myst) shows: no MyST markup left."""
+    md = (ROOT / "book" / f"{name}.md").read_text()
+    nb = json.loads((ROOT / "book" / f"{name}.ipynb").read_text())
+    text = "\n\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    left = {kind: pattern.findall(text)[:3] for kind, pattern in MYST_LEFT.items() if pattern.search(text)}
+    assert not left, f"{name}.ipynb still has MyST markup: {left}"
+    labelled = len(notebooks.LABELLED_MATH.findall(md))
+    number = notebooks.chapter_numbers()[name]
+    assert [int(n) for n in re.findall(rf"\\tag\{{{number}\.(\d+)\}}", text)] == list(range(1, labelled + 1))
+    assert text.count("<details>") == text.count("</details>") == md.count("class: dropdown")
+    references = notebooks.site_url() + "book/references.html"
+    assert ("{cite" in md) == (f"]({references})" in text)
+
+
+def test_plain_markdown_of_each_construct():
+    equations, _ = notebooks._labels()
+    label, number = next(iter(equations.items()))
+    key = next(iter(notebooks._bibliography()))
+    authors, year = notebooks._bibliography()[key]
+    source = (
+        f"$$\nx = 1\n$$ ({label})\n\nSee {{eq}}`{label}` and {{cite:p}}`{key}`; {{cite:t}}`{key}` says so.\n\n"
+        ":::{admonition} Solution\n:class: dropdown\n\nIt is $x$.\n\n```python\nx = 1\n```\n:::\n\n"
+        ":::{note}\nA note.\n:::\n\nSee [the API](api.md#top)."
+    )
+    out = notebooks.plain_markdown(source)
+    site = notebooks.site_url()
+    assert f"x = 1\n\\tag{{{number}}}\n$$" in out
+    assert f"See ({number}) and [[{authors}, {year}]({site}book/references.html)]" in out
+    assert f"[{authors} [{year}]]({site}book/references.html) says so" in out
+    assert "<details>\n<summary>Solution</summary>\n\nIt is $x$.\n\n```python\nx = 1\n```\n\n</details>" in out
+    assert "> **Note**\n>\n> A note." in out
+    assert f"[the API]({site}book/api.html#top)" in out
+
+
+def test_bibliography_link_follows_the_config():
+    cfg = {"repository": {"url": "https://github.com/Someone/fork"}}
+    assert notebooks.site_url(cfg) == "https://someone.github.io/fork/"
+    assert notebooks.site_url({**cfg, "html": {"baseurl": "https://example.org/book"}}) == "https://example.org/book/"
 
 
 def test_setup_cell_follows_the_config(tmp_path):

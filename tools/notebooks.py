@@ -4,6 +4,12 @@ The chapters are MyST Markdown notebooks (``book/*.md``: reviewable diffs). Cola
 ``.ipynb``, so each chapter also has a paired ``book/<name>.ipynb`` without outputs, generated
 from the ``.md`` by this script (never edited by hand; the book build ignores it).
 
+Colab renders no MyST, and neither does JupyterLab without the ``jupyterlab-myst`` extension,
+so the paired notebooks carry plain Markdown: equation references become the numbers the book
+gives them (``(5.3)``, tagged on the equations too), citations author–year text linked to the
+book's bibliography page (``site_url`` below), section references the section's title, and
+admonitions collapsed ``<details>`` blocks (dropdowns, e.g. solutions) or quotes.
+
 The first code cell of every chapter is the *setup cell*, generated from ``_config.yml``
 (``repository.url`` and ``repository.branch``: the one setting behind every launch link). On
 Colab, where ``posviz`` is missing, it installs the book's library from that repository and
@@ -20,11 +26,14 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from functools import cache
 from pathlib import Path
 
 import jupytext
 import nbformat
 import yaml
+from pybtex.database import parse_file
+from pybtex.richtext import Text
 
 ROOT = Path(__file__).resolve().parents[1]
 TAG = "colab-setup"
@@ -64,6 +73,173 @@ def chapters() -> list[Path]:
     return [p for p in pages if p.exists() and "kernelspec:" in p.read_text().split("\n---", 1)[0]]
 
 
+# ---- MyST to plain Markdown ------------------------------------------------------------------
+
+ROLE = re.compile(r"\{(?P<role>[a-z][\w:-]*)\}`(?P<body>[^`]*)`")
+LABELLED_MATH = re.compile(r"^\$\$(?P<body>.*?)\$\$[ \t]*\((?P<label>[^()\s]+)\)[ \t]*$", re.S | re.M)
+TARGET = re.compile(r"^\((?P<label>[^()\s]+)\)=[ \t]*\n", re.M)
+FENCE = re.compile(r"^(?P<fence>:{3,}|`{3,})\{(?P<name>[\w-]+)\}[ \t]*(?P<title>.*)$")
+
+
+def site_url(cfg: dict | None = None) -> str:
+    """The built book's address: ``html.baseurl`` in ``_config.yml``, else the GitHub Pages
+    address of ``repository.url`` (``https://ORG.github.io/REPO/``)."""
+    cfg = cfg or config()
+    base = (cfg.get("html") or {}).get("baseurl")
+    if not base:
+        org, repo = cfg["repository"]["url"].rstrip("/").split("/")[-2:]
+        base = f"https://{org.lower()}.github.io/{repo}/"
+    return base.rstrip("/") + "/"
+
+
+def chapter_numbers() -> dict[str, int]:
+    """Chapter numbers as the book shows them (numbered parts of ``_toc.yml``, counted across parts)."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    numbers: dict[str, int] = {}
+    for part in toc.get("parts", []):
+        if part.get("numbered"):
+            for chapter in part.get("chapters", []):
+                numbers[Path(chapter["file"]).stem] = len(numbers) + 1
+    return numbers
+
+
+def _pages() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]] + [c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])]
+    return [Path(f).stem for f in files + [c["file"] for c in toc.get("chapters", [])]]
+
+
+@cache
+def _labels() -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+    """Equation numbers as the book shows them (label -> "5.3"; numbered chapters) and labelled
+    sections (label -> (page, title)) of every page."""
+    equations: dict[str, str] = {}
+    sections: dict[str, tuple[str, str]] = {}
+    numbers = chapter_numbers()
+    for name in _pages():
+        path = ROOT / "book" / f"{name}.md"
+        text = path.read_text() if path.exists() else ""
+        if name in numbers:
+            for k, match in enumerate(LABELLED_MATH.finditer(text), start=1):
+                equations[match["label"]] = f"{numbers[name]}.{k}"
+        for match in re.finditer(r"^\((?P<label>[^()\s]+)\)=[ \t]*\n+(?P<next>.+)$", text, re.M):
+            # the title: the heading that follows, else the paragraph's bold lead-in, else the label
+            heading = re.match(r"#+[ \t]+(.+)", match["next"])
+            bold = re.match(r"\*\*(.+?)\.?\*\*", match["next"])
+            title = heading[1] if heading else bold[1] if bold else match["label"].replace("-", " ").capitalize()
+            sections[match["label"]] = (name, title.strip())
+    return equations, sections
+
+
+@cache
+def _bibliography() -> dict[str, tuple[str, str]]:
+    """Citation key -> (authors as the book cites them, year), from the ``bibtex_bibfiles``."""
+    entries: dict[str, tuple[str, str]] = {}
+    for path in config().get("bibtex_bibfiles", []):
+        for key, entry in parse_file(str(ROOT / path)).entries.items():
+            people = entry.persons.get("author") or entry.persons.get("editor") or []
+            names = [Text.from_latex(" ".join(p.prelast_names + p.last_names)).render_as("text") for p in people]
+            if len(names) > 2 or (names and names[-1] == "others"):
+                authors = f"{names[0]} et al."
+            else:
+                authors = " and ".join(names) or key
+            entries[key] = (authors, entry.fields.get("year", "n.d."))
+    return entries
+
+
+def _cite(role: str, keys: str) -> str:
+    url = site_url() + "book/references.html"
+    bib = _bibliography()
+    cites = []
+    for key in (k.strip() for k in keys.split(",")):
+        if key not in bib:
+            raise KeyError(f"no bibliography entry {key!r}")
+        authors, year = bib[key]
+        cites.append(f"[{authors} [{year}]]({url})" if role == "cite:t" else f"[{authors}, {year}]({url})")
+    return ", ".join(cites) if role == "cite:t" else "[" + ", ".join(cites) + "]"
+
+
+def _role(match: re.Match) -> str:
+    role, body = match["role"], match["body"]
+    equations, sections = _labels()
+    explicit = re.fullmatch(r"(?P<text>.*?)\s*<(?P<target>[^<>]+)>", body, re.S)
+    if role.startswith("cite"):
+        return _cite(role if role == "cite:t" else "cite:p", body)
+    if role == "eq":
+        if body not in equations:
+            raise KeyError(f"no labelled equation {body!r}")
+        return f"({equations[body]})"
+    if role in ("ref", "numref"):
+        label = explicit["target"] if explicit else body
+        if label not in sections:
+            raise KeyError(f"no labelled section {label!r}")
+        page, title = sections[label]
+        return f"[{explicit['text'] if explicit else title}]({site_url()}book/{page}.html#{label})"
+    if explicit:
+        return explicit["text"]
+    if role in ("math",):
+        return f"${body}$"
+    return f"`{body}`" if role in ("code", "literal", "file", "command") else body
+
+
+def _directives(text: str) -> str:
+    """``:::{admonition}`` blocks (and other directives) in plain Markdown, innermost first."""
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        opening = FENCE.match(lines[i])
+        if not opening:
+            out.append(lines[i])
+            i += 1
+            continue
+        fence, name, title = opening["fence"], opening["name"], opening["title"].strip()
+        j = i + 1
+        options: dict[str, str] = {}
+        while j < len(lines) and (m := re.match(r"^:(?P<key>[\w-]+):[ \t]*(?P<value>.*)$", lines[j])):
+            options[m["key"]] = m["value"]
+            j += 1
+        depth, k = 1, j
+        while k < len(lines):  # the closing fence: the same characters, at least as many, nothing else
+            if FENCE.match(lines[k]) and lines[k].startswith(fence[0]) and FENCE.match(lines[k])["fence"] == fence:
+                depth += 1
+            elif lines[k].strip() == fence:
+                depth -= 1
+                if depth == 0:
+                    break
+            k += 1
+        body = _directives("\n".join(lines[j:k])).strip("\n")
+        title = title or name.capitalize()
+        if "dropdown" in options.get("class", "") or name == "dropdown":
+            out += ["<details>", f"<summary>{title}</summary>", "", body, "", "</details>"]
+        else:
+            out += [f"> **{title}**", ">"] + [f"> {line}".rstrip() for line in body.split("\n")]
+        i = k + 1
+    return "\n".join(out)
+
+
+def plain_markdown(source: str) -> str:
+    """One Markdown cell of a chapter without MyST: what Colab and a bare JupyterLab render."""
+    text = _directives(source)
+    text = TARGET.sub("", text)
+    equations, _ = _labels()
+
+    def tagged(match: re.Match) -> str:
+        label = match["label"]
+        if label not in equations:
+            raise KeyError(f"no labelled equation {label!r}")
+        return f"$${match['body'].rstrip()}\n\\tag{{{equations[label]}}}\n$$"
+
+    text = LABELLED_MATH.sub(tagged, text)
+    text = ROLE.sub(_role, text)
+    # links to other pages of the book: to the built site (a notebook opened alone has no pages)
+    return re.sub(
+        r"\]\((?![a-z]+:|#)(?P<page>[^()\s#]+)\.md(?P<anchor>#[^()\s]*)?\)",
+        lambda m: f"]({site_url()}book/{m['page']}.html{m['anchor'] or ''})",
+        text,
+    )
+
+
 def with_setup_cell(nb: nbformat.NotebookNode, source: str) -> nbformat.NotebookNode:
     """The notebook with its setup cell first (replaced if present, inserted if not)."""
     cells = [c for c in nb.cells if TAG not in c.get("metadata", {}).get("tags", [])]
@@ -85,6 +261,8 @@ def paired_ipynb(nb: nbformat.NotebookNode) -> str:
         cell["id"] = f"cell-{i}"
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+        elif cell.cell_type == "markdown":
+            cell.source = plain_markdown(cell.source)
     return jupytext.writes(out, fmt="ipynb")
 
 
