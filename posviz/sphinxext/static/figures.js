@@ -84,7 +84,20 @@
     L["margin.r"] = 12;
     var tm = orig.layout("margin.t");
     if (tm !== null && tm > 60) L["margin.t"] = Math.max(60, Math.round(tm * 0.8));
-    if (orig.layout("title.text")) L["title.font.size"] = 11;
+    if (orig.layout("title.text")) {
+      // a title wider than the phone starts at the left edge rather than losing both ends
+      L["title.font.size"] = 11;
+      L["title.x"] = 0.02;
+      L["title.xanchor"] = "left";
+      L["title.xref"] = "container";
+    }
+    // Rows of more than two buttons become a column above the plot: make room for it.
+    var menuRoom = 0;
+    (orig.layout("updatemenus") || []).forEach(function (m) {
+      var n = (m.buttons || []).length;
+      if (n > 2 && (m.direction || "right") === "right") menuRoom = Math.max(menuRoom, n * 27);
+    });
+    if (menuRoom) L["margin.t"] = (L["margin.t"] || tm || 80) + menuRoom;
 
     // Legends: above the plot, in rows, left-aligned (Plotly wraps a horizontal legend).
     if (orig.layout("showlegend") !== false) {
@@ -119,11 +132,11 @@
       panels.sort(function (a, b) {
         return b.yd[1] - a.yd[1] || a.xd[0] - b.xd[0];
       });
-      var mt = L["margin.t"] || tm || 80;
+      var mt = L["margin.t"] || tm || 80; // includes the room for a column of buttons
       var mb = orig.layout("margin.b");
       mb = mb === null ? 80 : mb;
       var plotW = width - 48 - 12;
-      var panelH = Math.max(200, Math.min(plotW * 0.9, 320));
+      var panelH = Math.max(200, Math.min(plotW, 360));
       var sliderRoom = (orig.layout("sliders") || []).length ? 90 : 0;
       var plotH = panels.length * panelH + (panels.length - 1) * PANEL_GAP;
       height = Math.round(plotH + mt + mb + sliderRoom);
@@ -136,6 +149,7 @@
         var bottom = top - frac(panelH);
         p.new = [Math.max(0, bottom), Math.min(1, top)];
         L[p.x + ".domain"] = [0, 1];
+        L[p.x + ".anchor"] = p.y.replace("axis", ""); // under its own panel, not the first one
         L[p.y + ".domain"] = p.new;
       });
       // Subplot titles and other paper-placed annotations follow their panel.
@@ -154,6 +168,8 @@
         L["annotations[" + i + "].font.size"] = 11;
       });
     }
+
+    if (!stacked && menuRoom) L["height"] = height + menuRoom;
 
     // Colour bars: thin, beside the panel they belong to, titles beside them.
     var seen = {};
@@ -177,6 +193,10 @@
       T[i][cbPath + ".lenmode"] = "fraction";
       T[i][cbPath + ".thickness"] = 10;
       T[i][cbPath + ".title.side"] = "right";
+      var cbTitle = orig.trace(i, cbPath + ".title.text");
+      if (typeof cbTitle === "string" && /<br/i.test(cbTitle)) {
+        T[i][cbPath + ".title.text"] = cbTitle.replace(/<br\s*\/?>/gi, " "); // one line, turned
+      }
       T[i][cbPath + ".title.font.size"] = 10;
       T[i][cbPath + ".tickfont.size"] = 9;
       seen[yk] = true;
@@ -204,6 +224,8 @@
       L[cb + "lenmode"] = "fraction";
       L[cb + "thickness"] = 10;
       L[cb + "title.side"] = "right";
+      var caTitle = orig.layout(cb + "title.text");
+      if (typeof caTitle === "string" && /<br/i.test(caTitle)) L[cb + "title.text"] = caTitle.replace(/<br\s*\/?>/gi, " ");
       L[cb + "title.font.size"] = 10;
       L[cb + "tickfont.size"] = 9;
     });
@@ -215,8 +237,16 @@
       L["sliders[" + i + "].pad.t"] = 30;
     });
     (orig.layout("updatemenus") || []).forEach(function (m, i) {
-      L["updatemenus[" + i + "].font.size"] = 10;
+      L["updatemenus[" + i + "].font.size"] = 11;
       L["updatemenus[" + i + "].pad"] = { l: 0, r: 0, t: 0, b: 0 };
+      if ((m.buttons || []).length > 2 && (m.direction || "right") === "right") {
+        // a row of buttons wider than a phone: a column, at the left edge
+        L["updatemenus[" + i + "].direction"] = "down";
+        L["updatemenus[" + i + "].x"] = 0;
+        L["updatemenus[" + i + "].xanchor"] = "left";
+        L["updatemenus[" + i + "].y"] = 1;
+        L["updatemenus[" + i + "].yanchor"] = "bottom";
+      }
     });
     return { layout: L, traces: T };
   }
@@ -360,6 +390,23 @@
     for (var i = 0; i < count; i++) indices.push(i);
     gd.classList.toggle("posviz-narrow", narrow);
     return Promise.resolve(Plotly.update(gd, traceUpdate, L, indices)).then(function () {
+      // Square panels (scaleanchor) shrink their width to their height: give them the height.
+      var fl = gd._fullLayout;
+      if (!narrow || !fl) return;
+      var short = 0;
+      axisNames(fl, "x").forEach(function (xk) {
+        var xa = fl[xk];
+        if (!xa || !xa._length || !xa.domain) return;
+        var room = fl._size.w * (xa.domain[1] - xa.domain[0]);
+        short = Math.max(short, room - xa._length);
+      });
+      if (short < 12) return;
+      if (!("height" in undo.layout)) undo.layout.height = copy(get(gd.layout, "height"));
+      var panels = Math.max(1, Math.round(1 / Math.max(0.05, (fl.yaxis && fl.yaxis.domain ? fl.yaxis.domain[1] - fl.yaxis.domain[0] : 1))));
+      return Plotly.relayout(gd, { height: Math.round(fl.height + short * Math.min(panels, 4)) });
+    }).catch(function (err) {
+      console.error("posviz figures.js:", err);
+    }).then(function () {
       // plotly.py's wrapper div has the original height: let it follow the figure's
       var outer = gd.parentElement;
       if (outer && outer.style && /px$/.test(outer.style.height || "") && gd._fullLayout) {
