@@ -251,8 +251,26 @@
     return { layout: L, traces: T };
   }
 
+  /* Black or a dark grey (relative luminance < 0.12): unreadable on the dark background. */
   function isBlack(c) {
-    return typeof c === "string" && BLACKS[c.replace(/\s+/g, "").toLowerCase()] === 1;
+    if (typeof c !== "string") return false;
+    var t = c.replace(/\s+/g, "").toLowerCase();
+    if (BLACKS[t] === 1 || t === "dimgray" || t === "dimgrey") return true;
+    var rgb = null;
+    var m = /^#([0-9a-f]{3}|[0-9a-f]{6})$/.exec(t);
+    if (m) {
+      var h = m[1].length === 3 ? m[1].replace(/(.)/g, "$1$1") : m[1];
+      rgb = [0, 2, 4].map(function (i) { return parseInt(h.substr(i, 2), 16); });
+    } else if ((m = /^rgba?\((\d+),(\d+),(\d+)/.exec(t))) {
+      rgb = [+m[1], +m[2], +m[3]];
+    }
+    if (!rgb) return false;
+    var lin = rgb.map(function (v) {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+    });
+    var spread = Math.max.apply(null, rgb) - Math.min.apply(null, rgb);
+    return spread < 40 && 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2] < 0.12; // greys only
   }
 
   function isWhite(c) {
