@@ -81,7 +81,8 @@ class Numeric:
     Attributes:
         prompt: the question.
         answer: the value, computed by posviz when the book is built.
-        why: how to get it (shown after each check, with the value once the answer is right).
+        why: how to get it. Shown after every check, wrong answers included, so it says how to
+            compute the value without giving it; the value itself is shown once the answer is right.
         abs_tol, rel_tol: accepted when ``|x - answer| <= max(abs_tol, rel_tol * |answer|)``.
         unit: shown after the field (e.g. "tokens").
         digits: significant digits used when the value is shown.

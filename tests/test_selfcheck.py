@@ -196,6 +196,7 @@ def test_every_chapter_has_self_check_questions_that_answer(browser, site_url, c
     count = len(re.findall(r'<fieldset class="self-check"', source))
     assert 4 <= count <= 6, f"{chapter}: {count} self-check questions (want 4-6)"
     page = browser.new_page()
+    page.set_default_timeout(180_000)  # a chapter page with many figures loads slowly on a busy 2-core machine
     errors, outside = _watch(page, site_url)
     page.goto(f"{site_url}/book/{chapter}.html", wait_until="load")
     questions = page.locator("fieldset.self-check")
