@@ -112,8 +112,8 @@ class Numeric:
 
     def shown(self) -> str:
         value = float(self.answer)
-        if value == int(value) and abs(value) < 1e15:
-            return f"{int(value):,}"
+        if (value == int(value) or abs(value) >= 10**self.digits) and abs(value) < 1e15:
+            return f"{round(value):,}"  # 60,611 rather than 6.061e+04
         return f"{value:.{self.digits}g}"
 
 
@@ -121,7 +121,7 @@ Question = MultipleChoice | Numeric
 
 _CSS = """
 .self-check{border:1px solid var(--pst-color-border,#ccc);border-radius:6px;padding:.6em 1em;margin:1em 0}
-.self-check legend{font-weight:600;padding:0 .3em}
+.self-check legend{font-weight:600;font-size:1em;line-height:1.4;padding:0 .3em;float:none;width:auto}
 .self-check label{display:block;margin:.25em 0;cursor:pointer}
 .self-check .sc-row{display:flex;flex-wrap:wrap;gap:.5em;align-items:center;margin-top:.4em}
 .self-check input[type=text]{width:9em;padding:.2em .4em;font:inherit}

@@ -67,6 +67,7 @@ def test_tolerance_rule():
     assert Numeric("q", 0.0, "why", abs_tol=1e-3).accepts(-5e-4)
     assert Numeric("q", 393216, "why").shown() == "393,216"
     assert Numeric("q", 0.123456, "why", digits=3).shown() == "0.123"
+    assert Numeric("q", 60611.54, "why").shown() == "60,612"
 
 
 def test_html_is_self_contained_escaped_and_deterministic():

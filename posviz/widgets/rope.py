@@ -4,8 +4,9 @@ Controls: the head dimension ``d``, the frequency base, the sequence length ``L`
 position ``m``, the offset ``r = m - n`` of the key, and the pair layout. Panels: three rotation
 planes (the fastest, a middle and the slowest pair) with the query at ``m`` and the key at
 ``n = m - r``; the score matrix of one query and one key vector placed at every position
-(:func:`posviz.rope.rope_scores`) with the cell ``(m, n)`` marked; RoFormer's decay bound
-(:func:`posviz.rope_mean_partial_sum`) with the distance ``|r|`` marked.
+(:func:`posviz.rope.rope_scores`) with the cell ``(m, n)`` marked; the mean partial sum S̄(r),
+the distance factor of RoFormer's decay bound (:func:`posviz.rope_mean_partial_sum`), with the
+distance ``|r|`` marked.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def _figure() -> go.Figure:
         subplot_titles=[
             "three pairs: query at m (blue), key at n = m − r (orange)",
             "score of query m and key n",
-            "decay bound vs |m − n|",
+            "mean partial sum S̄ vs |m − n|",
         ],
     )
     t = np.linspace(0, 2 * math.pi, 49)
@@ -162,7 +163,7 @@ def _figure() -> go.Figure:
     )
     fig.add_trace(
         go.Scatter(
-            x=[], y=[], mode="lines", line={"color": "#2ca02c"}, hovertemplate="|m − n| = %{x}<br>bound = %{y:.3f}"
+            x=[], y=[], mode="lines", line={"color": "#2ca02c"}, hovertemplate="|m − n| = %{x}<br>S̄ = %{y:.3f}"
         ),
         row=2,
         col=2,
@@ -173,7 +174,7 @@ def _figure() -> go.Figure:
             y=[],
             mode="markers",
             marker={"size": 10, "color": "black"},
-            hovertemplate="|r| = %{x}<br>bound = %{y:.3f}<extra></extra>",
+            hovertemplate="|r| = %{x}<br>S̄ = %{y:.3f}<extra></extra>",
         ),
         row=2,
         col=2,
@@ -182,7 +183,7 @@ def _figure() -> go.Figure:
     fig.update_yaxes(autorange="reversed", title_text="query m", row=2, col=1)
     fig.update_xaxes(title_text="key n", row=2, col=1)
     fig.update_xaxes(title_text="|m − n| (tokens)", row=2, col=2)
-    fig.update_yaxes(title_text="bound (1/(d/2))·Σ|S<sub>j</sub>|", rangemode="tozero", row=2, col=2)
+    fig.update_yaxes(title_text="S̄ = (1/(d/2))·Σ|S<sub>j</sub>|", rangemode="tozero", row=2, col=2)
     fig.update_layout(height=700, margin={"t": 40, "b": 40, "l": 60, "r": 20}, showlegend=False)
     # The default template's layout part is all this figure needs (a smaller widget state).
     fig.layout.template = go.layout.Template(layout=pio.templates["plotly"].layout)
