@@ -230,3 +230,23 @@ def test_figures_are_stored_compactly() -> None:
     assert '"bdata"' not in html.split('"sliders"')[0].split('"y"')[1][:20]  # rounded floats as short JSON
     assert '"x"' not in html.split('"sliders"')[1]  # the same in every step: stored once
     assert len(html) < 12_000
+
+
+def test_theme_without_font_awesome_script_and_with_a_named_search_field(tmp_path: Path, fake_mathjax: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(
+        f"extensions = ['posviz.sphinxext']\nhtml_theme = 'sphinx_book_theme'\n"
+        f"posviz_mathjax_dir = {str(fake_mathjax)!r}\nposviz_plotly_js = {str(PLOTLY_JS)!r}\n"
+    )
+    (src / "index.rst").write_text("Index\n=====\n\n.. toctree::\n\n   refs\n")
+    (src / "refs.rst").write_text("Refs\n====\n\nSee [X]_.\n\n.. [X] A cited work.\n")
+    warnings = io.StringIO()
+    with docutils_namespace():
+        Sphinx(src, src, tmp_path / "out", tmp_path / "doctrees", "html", status=None, warning=warnings).build()
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert "fontawesome.js" not in page and "fa-solid" in page  # icons drawn by the theme's CSS fonts
+    fields = [b for b in page.split("<button")[1:] if "search-button-field" in b.split(">")[0]]
+    assert fields and all("aria-label" not in b.split(">")[0] for b in fields)  # named by its visible text
+    root = (tmp_path / "out").glob("*.html")
+    assert all('role="doc-biblioentry"' not in p.read_text() for p in root)

@@ -90,10 +90,12 @@ def _theme_templates(app: Sphinx, config: Config) -> None:
         if count != 1:
             logger.warning("posviz: %s changed upstream; not edited", source, type="posviz", subtype="theme")
             continue
-        copy = target / name
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        if not copy.exists() or copy.read_text(encoding="utf-8") != text:
-            copy.write_text(text, encoding="utf-8")
+        # a component is also looked up by its bare name (sphinx-book-theme's sidebars list it so)
+        names = [name, Path(name).name] if name.startswith("components/") else [name]
+        for copy in (target / n for n in names):
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            if not copy.exists() or copy.read_text(encoding="utf-8") != text:
+                copy.write_text(text, encoding="utf-8")
     config.templates_path = [str(target), *config.templates_path]
 
 
