@@ -177,6 +177,9 @@ def _role(match: re.Match) -> str:
         return f"[{explicit['text'] if explicit else title}]({site_url()}book/{page}.html#{label})"
     if explicit:
         return explicit["text"]
+    if role.startswith("glue"):
+        # a value computed by the chapter's code (myst-nb glue); no plain-Markdown equivalent: its name
+        return f"`{body.split(':')[0]}`"
     if role in ("math",):
         return f"${body}$"
     return f"`{body}`" if role in ("code", "literal", "file", "command") else body
