@@ -1,7 +1,10 @@
-"""The built book in headless Chromium: offline, error-free, math typeset, sliders that work.
+"""The built book in headless Chromium: offline, error-free, math typeset, sliders that work;
+light enough for a slow connection, readable on a phone and in dark mode, accessible.
 
-Needs ``make book`` first (``_build/html``) and Debian's Chromium at /usr/bin/chromium;
-Playwright never downloads a browser. Full-page screenshots go to ``screenshots/`` for review.
+Needs ``make book`` first (``_build/html``), ``npm ci`` (axe-core, served into the page by the
+test) and Debian's Chromium at /usr/bin/chromium; Playwright never downloads a browser.
+Screenshots go to ``screenshots/`` for review: every page full-size, and every page with figures
+at a phone's width and in dark mode.
 """
 
 from __future__ import annotations
@@ -38,6 +41,14 @@ IGNORED_ERRORS = {
     "Identifier 'THEBE_JS_URL' has already been declared",
 }
 RAW_MATH = ("$$", "\\(", "\\)", "\\[", "\\]")
+# A slow connection: what a first visit (cold cache) may download, and one page's HTML.
+MAX_FIRST_VISIT = 4_000_000
+MAX_HTML = 1_500_000
+PHONE = {"width": 390, "height": 844}
+MIN_PLOT_SHARE = 0.6  # of the figure's width, for every panel's plot area
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+# axe's defaults plus the (experimental) rule that the header buttons once failed
+AXE_OPTIONS = {"rules": {"label-content-name-mismatch": {"enabled": True}}}
 
 pytestmark = pytest.mark.browser
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
@@ -98,18 +109,55 @@ def shots() -> Path:
 class _Visit:
     """A page opened with every request, console error and page error recorded."""
 
-    def __init__(self, browser: object, url: str) -> None:
+    def __init__(self, browser: object, url: str, *, phone: bool = False, dark: bool = False) -> None:
         self.foreign: list[str] = []
         self.failed: list[str] = []
         self.errors: list[str] = []
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.sizes: dict[str, int] = {}  # every response's body, by URL (a fresh context: a cold cache)
+        self.documents: list[int] = []
+        if phone:
+            self.context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+        else:
+            self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        if dark:  # as the theme's switch leaves it
+            self.context.add_init_script("localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');")
         self.context.route("**/*", self._route)
         self.page = self.context.new_page()
+        self.page.set_default_timeout(120_000)  # a busy 2-core machine
         self.page.on("console", lambda msg: msg.type == "error" and self.errors.append(msg.text))
         self.page.on("pageerror", lambda err: self.errors.append(str(err)))
-        self.page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.status} {r.url}"))
+        self.page.on("response", self._response)
         self.page.on("requestfailed", lambda r: self.failed.append(f"{r.failure} {r.url}"))
         self.page.goto(url, wait_until="load")
+
+    def _response(self, response: object) -> None:
+        if response.status >= 400:
+            self.failed.append(f"{response.status} {response.url}")
+            return
+        try:
+            size = len(response.body())
+        except Exception:  # a redirect has no body
+            size = 0
+        self.sizes[response.url] = size
+        if response.request.resource_type == "document":
+            self.documents.append(size)
+
+    def figures_ready(self, count: int) -> None:
+        """Wait until ``count`` figures are drawn and adapted by posviz's page script."""
+        if count:
+            self.page.wait_for_function(
+                "n => document.querySelectorAll('.plotly-graph-div[data-posviz-ready]').length >= n", arg=count
+            )
+
+    def axe(self) -> list[str]:
+        """axe-core's serious and critical violations on the page as it is now."""
+        self.page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
+        violations = self.page.evaluate("options => axe.run(document, options).then(r => r.violations)", AXE_OPTIONS)
+        return [
+            f"{v['id']} ({v['impact']}): {[n['html'][:120] for n in v['nodes'][:3]]}"
+            for v in violations
+            if v["impact"] in ("serious", "critical")
+        ]
 
     def _route(self, route: object) -> None:
         url = route.request.url
@@ -202,11 +250,127 @@ def test_page(page_path: str, browser: object, base_url: str, shots: Path) -> No
                 assert active == target, f"figure {plot['id']}: slider at step {active}, clicked step {target}"
 
         page.screenshot(path=str(shots / (re.sub(r"[/\\]", "__", page_path) + ".png")), full_page=True)
+        total = sum(visit.sizes.values())
+        assert total <= MAX_FIRST_VISIT, f"first visit {total:,} bytes: {_largest(visit.sizes)}"
+        assert max(visit.documents) <= MAX_HTML, f"HTML {max(visit.documents):,} bytes"
+        for figure in page.evaluate(_WORDS_JS):  # every figure says what it shows
+            assert figure["name"] and len(figure["words"]) > 40, figure
+        assert not visit.axe(), visit.axe()
         assert not visit.foreign, f"requests left 127.0.0.1: {visit.foreign}"
         assert not visit.failed, f"failed requests: {visit.failed}"
         assert not visit.unexpected_errors(), f"console/page errors: {visit.unexpected_errors()}"
     finally:
         visit.context.close()
+
+
+def _largest(sizes: dict[str, int]) -> list[str]:
+    return [f"{size:,} {urlsplit(url).path}" for url, size in sorted(sizes.items(), key=lambda kv: -kv[1])[:6]]
+
+
+_WORDS_JS = """() => [...document.querySelectorAll('.plotly-graph-div')].map(gd => {
+    const fig = gd.closest('figure');
+    const words = fig && document.getElementById(fig.getAttribute('aria-describedby') || '');
+    return {id: gd.id, name: fig ? fig.getAttribute('aria-label') : null, words: words ? words.textContent : ''};
+})"""
+# Each panel's plot area as a share of its figure's width, and whether anything sticks out.
+_PHONE_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(gd => {
+    const fl = gd._fullLayout, width = fl.width;
+    const axes = Object.keys(fl).filter(k => /^xaxis\\d*$/.test(k)).map(k => fl[k]).filter(a => a._length > 0);
+    const box = gd.getBoundingClientRect();
+    const legend = gd.querySelector('.legend');
+    const lb = legend ? legend.getBoundingClientRect() : null;
+    return {
+        id: gd.id,
+        share: Math.min(...axes.map(a => a._length / width)),
+        right: Math.max(box.right, ...[...gd.querySelectorAll('.main-svg')].map(s => s.getBoundingClientRect().right)),
+        legendInside: !lb || (lb.left >= box.left - 1 && lb.right <= box.right + 1),
+    };
+})"""
+# What the figure paints: its background and text colours, in the theme now in force.
+_COLOURS_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(gd => ({
+    id: gd.id,
+    theme: document.documentElement.dataset.theme,
+    paper: gd._fullLayout.paper_bgcolor,
+    font: gd._fullLayout.font.color,
+}))"""
+FIGURE_PAGES = [p for p in PAGES if _figure_count(p)]
+
+
+def _luminance(colour: str) -> float:
+    """Relative luminance (WCAG) of an ``rgb()``/``rgba()``/``#rrggbb`` colour."""
+    colour = {"white": "#ffffff", "black": "#000000"}.get(colour.strip().lower(), colour)
+    if colour.startswith("#") and len(colour) == 4:
+        colour = "#" + "".join(c * 2 for c in colour[1:])
+    if colour.startswith("#"):
+        channels = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
+    else:
+        channels = [float(c) for c in re.findall(r"[\d.]+", colour)[:3]]
+    linear = [(c / 255) / 12.92 if c / 255 <= 0.03928 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def _contrast(a: str, b: str) -> float:
+    la, lb = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+@pytest.mark.parametrize("page_path", FIGURE_PAGES)
+def test_phone(page_path: str, browser: object, base_url: str, shots: Path) -> None:
+    """At 390 x 844 every figure fits the screen and its plot keeps most of the width."""
+    visit = _Visit(browser, f"{base_url}/{page_path}", phone=True)
+    try:
+        visit.figures_ready(_figure_count(page_path))
+        visit.page.wait_for_timeout(300)
+        name = re.sub(r"[/\\]", "__", page_path)
+        visit.page.screenshot(path=str(shots / f"{name}.phone.png"), full_page=True)
+        figures = visit.page.evaluate(_PHONE_JS)
+        assert len(figures) == _figure_count(page_path)
+        for figure in figures:
+            assert figure["share"] >= MIN_PLOT_SHARE, f"{figure['id']}: plot area {figure['share']:.0%} of the width"
+            assert figure["right"] <= PHONE["width"] + 1, f"{figure['id']} sticks out to {figure['right']} px"
+            assert figure["legendInside"], f"{figure['id']}: the legend sticks out"
+        wide = visit.page.evaluate(
+            "() => [...document.querySelectorAll('figure.posviz-figure')]"
+            ".filter(f => f.getBoundingClientRect().right > window.innerWidth + 1).length"
+        )
+        assert not wide, f"{wide} figures wider than the screen"
+        assert not visit.unexpected_errors(), visit.unexpected_errors()
+    finally:
+        visit.context.close()
+
+
+@pytest.mark.parametrize("page_path", FIGURE_PAGES)
+def test_dark_mode(page_path: str, browser: object, base_url: str, shots: Path) -> None:
+    """Figures follow the theme's switch: dark with light text, and back to light."""
+    visit = _Visit(browser, f"{base_url}/{page_path}", dark=True)
+    page = visit.page
+    try:
+        visit.figures_ready(_figure_count(page_path))
+        page.wait_for_function("() => document.documentElement.dataset.theme === 'dark'")
+        page.wait_for_timeout(300)
+        name = re.sub(r"[/\\]", "__", page_path)
+        page.screenshot(path=str(shots / f"{name}.dark.png"), full_page=True)
+        for figure in page.evaluate(_COLOURS_JS):
+            assert _luminance(figure["paper"]) < 0.05, f"{figure['id']}: background {figure['paper']} in dark mode"
+            assert _contrast(figure["paper"], figure["font"]) >= 7, figure
+        assert not visit.axe(), visit.axe()
+        page.evaluate("() => { document.documentElement.dataset.theme = 'light'; }")  # what the switch does
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.js-plotly-plot')]"
+            ".every(gd => gd._fullLayout.paper_bgcolor !== '#14181e')"
+        )
+        for figure in page.evaluate(_COLOURS_JS):
+            assert _luminance(figure["paper"]) > 0.9 and _contrast(figure["paper"], figure["font"]) >= 7, figure
+        assert not visit.unexpected_errors(), visit.unexpected_errors()
+    finally:
+        visit.context.close()
+
+
+def test_root_redirect_has_a_favicon_title_and_language() -> None:
+    root = (SITE / "index.html").read_text(encoding="utf-8")
+    assert '<link rel="icon" href="_static/' in root and "<title>" in root and '<html lang="' in root
+    icon = re.search(r'<link rel="icon" href="([^"]+)"', root).group(1)
+    assert (SITE / icon).exists()
 
 
 def test_slider_and_view_buttons_are_independent(browser: object) -> None:
@@ -217,7 +381,9 @@ def test_slider_and_view_buttons_are_independent(browser: object) -> None:
 
     from posviz.plots import slider_figure
     from posviz.sphinxext import plotly_html
-    from posviz.sphinxext._assets import PLOTLY_JS
+    from posviz.sphinxext._assets import PLOTLY_JS_DEFAULT
+
+    plotly_js = ROOT / PLOTLY_JS_DEFAULT
 
     steps = [(str(k), [go.Scatter(y=[k, k]), go.Scatter(y=[-k, -k])]) for k in range(3)]
     fig = slider_figure(steps, slider_label="k", views=[("first", [0]), ("second", [1])])
@@ -225,7 +391,7 @@ def test_slider_and_view_buttons_are_independent(browser: object) -> None:
     context = browser.new_context(viewport={"width": 1000, "height": 700})
     try:
         page = context.new_page()
-        page.set_content(f"<html><head><script>{PLOTLY_JS.read_text()}</script></head><body>{body}</body></html>")
+        page.set_content(f"<html><head><script>{plotly_js.read_text()}</script></head><body>{body}</body></html>")
         div_id = page.locator(".plotly-graph-div").get_attribute("id")
         page.wait_for_selector(f"#{div_id} svg.main-svg")
 
