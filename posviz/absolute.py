@@ -220,18 +220,22 @@ class LearnedPositionalEmbedding(nn.Module):
         self.table = nn.Embedding(self.max_len, self.dim)
         nn.init.normal_(self.table.weight, std=0.02)
 
-    def forward(self, positions: torch.Tensor | int) -> torch.Tensor:
-        """``positions``: an int length (positions ``0..length-1``) or a long tensor of positions.
+    def forward(self, positions: torch.Tensor) -> torch.Tensor:
+        """Rows ``P[positions]`` for a long tensor of positions, ``[..., dim]``.
 
-        Returns ``[..., dim]`` (``[length, dim]`` for an int).
+        Like ``torch.nn.Embedding``, the argument is always positions, never a length:
+        ``emb(torch.tensor(5))`` is row 5 (shape ``[dim]``). For the first ``n`` rows use
+        :meth:`rows` (``emb.rows(n)``, shape ``[n, dim]``); a Python int raises ``TypeError``
+        pointing there.
         """
-        if isinstance(positions, torch.Tensor):
-            if positions.is_floating_point() or positions.dtype == torch.bool:
-                raise TypeError(f"positions must be an integer tensor, got {positions.dtype}")
-            pos = positions.to(self.table.weight.device)
-        else:
-            length = check_int("positions (a length)", positions, minimum=0)
-            pos = torch.arange(length, device=self.table.weight.device)
+        if not isinstance(positions, torch.Tensor):
+            raise TypeError(
+                f"positions must be a tensor of positions, got {type(positions).__name__}: "
+                f"for the first n rows use emb.rows(n), for row n use emb(torch.tensor(n))"
+            )
+        if positions.is_floating_point() or positions.dtype == torch.bool or positions.is_complex():
+            raise TypeError(f"positions must be an integer tensor, got {positions.dtype}")
+        pos = positions.to(self.table.weight.device)
         if pos.numel():
             lo, hi = int(pos.min()), int(pos.max())
             if lo < 0:
@@ -242,6 +246,11 @@ class LearnedPositionalEmbedding(nn.Module):
                     f"positions 0..{self.max_len - 1} only (a learned table cannot extrapolate)"
                 )
         return self.table(pos)
+
+    def rows(self, length: int) -> torch.Tensor:
+        """The first ``length`` rows, ``P[0..length-1]``, shape ``[length, dim]``."""
+        length = check_int("length", length, minimum=0)
+        return self(torch.arange(length, device=self.table.weight.device))
 
     def extra_repr(self) -> str:
         return f"max_len={self.max_len}, dim={self.dim}"

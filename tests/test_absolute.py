@@ -87,7 +87,7 @@ def test_sinusoidal_bad_input(kwargs, err, msg):
 def test_learned_table_shapes_and_parameter_count(device):
     emb = posviz.LearnedPositionalEmbedding(512, 768).to(device)
     assert sum(p.numel() for p in emb.parameters()) == 393_216
-    assert emb(10).shape == (10, 768)
+    assert emb.rows(10).shape == (10, 768)
     out = emb(torch.tensor([[0, 5], [511, 3]], device=device))
     assert out.shape == (2, 2, 768)
     torch.testing.assert_close(out[1, 0], emb.table.weight[511])
@@ -96,7 +96,7 @@ def test_learned_table_shapes_and_parameter_count(device):
 def test_learned_table_refuses_positions_past_max_len():
     emb = posviz.LearnedPositionalEmbedding(16, 4)
     with pytest.raises(IndexError, match="max_len=16"):
-        emb(17)
+        emb.rows(17)
     with pytest.raises(IndexError, match="max_len=16"):
         emb(torch.tensor([3, 16]))
     with pytest.raises(IndexError, match=">= 0"):
@@ -107,11 +107,27 @@ def test_learned_table_refuses_positions_past_max_len():
         posviz.LearnedPositionalEmbedding(0, 4)
 
 
+def test_learned_table_takes_positions_like_nn_embedding():
+    """One meaning for the argument: positions (a 0-d tensor is one row), never a length."""
+    emb = posviz.LearnedPositionalEmbedding(16, 4)
+    torch.testing.assert_close(emb(torch.tensor(5)), emb.table.weight[5])
+    assert emb(torch.tensor(5)).shape == (4,)
+    torch.testing.assert_close(emb.rows(6), emb.table.weight[:6])
+    ref = torch.nn.Embedding(16, 4)
+    ref.weight.data.copy_(emb.table.weight.data)
+    idx = torch.tensor([[1, 2], [15, 0]])
+    torch.testing.assert_close(emb(idx), ref(idx))
+    with pytest.raises(TypeError, match=r"emb.rows\(n\)"):
+        emb(5)
+    with pytest.raises(ValueError, match="length must be >= 0"):
+        emb.rows(-1)
+
+
 @settings(max_examples=20, deadline=None)
 @given(max_len=st.integers(1, 64), extra=st.integers(0, 64))
 def test_learned_table_property_past_max_len(max_len, extra):
     emb = posviz.LearnedPositionalEmbedding(max_len, 2)
-    assert emb(max_len).shape == (max_len, 2)
+    assert emb.rows(max_len).shape == (max_len, 2)
     with pytest.raises(IndexError):
         emb(torch.tensor([max_len + extra]))
 

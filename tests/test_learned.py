@@ -286,7 +286,7 @@ def test_snapshot_zero_is_the_initial_table_and_the_embedding_holds_it():
     emb = run.embedding(0)
     assert torch.equal(torch.get_rng_state(), state)  # the overwritten random init used no global randomness
     assert isinstance(emb, posviz.LearnedPositionalEmbedding)
-    assert torch.equal(emb(SMALL.max_len), run.snapshots[0].table)
+    assert torch.equal(emb.rows(SMALL.max_len), run.snapshots[0].table)
     assert run.snapshots[0].table.std().item() == pytest.approx(0.02, rel=0.3)  # N(0, 0.02^2) start
     assert torch.equal(run.embedding().table.weight, run.model.position.table.weight)
 

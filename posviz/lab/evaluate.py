@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import torch
 from torch.nn import functional as F
 
+from .._runtime import synchronize
 from .data import eval_windows
 from .model import GPT, BeyondLearnedTable
 
@@ -51,11 +52,6 @@ class LengthResult:
     cannot_run: str | None = None  # the reason, when loss is None
     tokens_per_cpu_s: float | None = None  # inference throughput per CPU second (all threads)
     scored_tokens: int = 0
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 @torch.no_grad()
@@ -76,14 +72,14 @@ def evaluate_length(
         model(x[:per_batch].to(device))  # warm-up (also the "can it run?" check)
     except BeyondLearnedTable as err:  # a learned table has no row for these positions
         return LengthResult(length, None, None, None, cannot_run=str(err), scored_tokens=int(y.numel()))
-    _sync(device)
+    synchronize(device)
     total = torch.zeros((), dtype=torch.float64, device=device)
     seconds_per_token, cpu_seconds_per_token = [], []
     for i in range(0, len(x), per_batch):
         t0, c0 = time.perf_counter(), time.process_time()
         xb, yb = x[i : i + per_batch].to(device), y[i : i + per_batch].to(device)  # (b, L)
         logits = model(xb)  # (b, L, vocab)
-        _sync(device)
+        synchronize(device)
         seconds_per_token.append((time.perf_counter() - t0) / xb.numel())
         cpu_seconds_per_token.append((time.process_time() - c0) / xb.numel())
         total += F.cross_entropy(logits.flatten(0, 1).float(), yb.flatten(), reduction="sum").double()

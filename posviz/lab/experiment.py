@@ -35,7 +35,7 @@ from .evaluate import evaluate, mean_loss
 from .memory import MEMORY_NOTE, inference_memory_many, training_memory
 from .model import ALL_METHODS, GPT, METHOD_KIND, METHODS, ROPE_VARIANTS, GPTConfig
 from .results import SCHEMA, SCHEMA_VERSION, machine_info, paired_summary, summarize, summarize_lists
-from .train import TrainConfig, seed_everything, train
+from .train import TrainConfig, deterministic, seed_everything, train
 
 __all__ = ["LabConfig", "check_publishable", "full_config", "quick_config", "run_experiment"]
 
@@ -179,7 +179,18 @@ def _curve(tr) -> dict:
 
 
 def run_experiment(cfg: LabConfig, *, progress: bool = True) -> dict:
-    """Train and evaluate every requested method for every seed; return the results dictionary."""
+    """Train and evaluate every requested method for every seed; return the results dictionary.
+
+    Global state comes back as it was: deterministic algorithms are on only during the run, and
+    torch's global random generator (CPU, and the run's GPU) is restored afterwards.
+    """
+    device = torch.device(cfg.device)
+    gpus = [device.index or 0] if device.type == "cuda" else []
+    with deterministic(), torch.random.fork_rng(devices=gpus):
+        return _run_experiment(cfg, progress=progress)
+
+
+def _run_experiment(cfg: LabConfig, *, progress: bool) -> dict:
     from tqdm.auto import tqdm
 
     started = time.perf_counter()

@@ -185,7 +185,7 @@ class LearnedPosition(PositionMethod):
                 f"length {length} is past the learned table: max_len={self.table.max_len} has rows for "
                 f"positions 0..{self.table.max_len - 1} only (a learned table cannot extrapolate)"
             )
-        return self.table(length).to(dtype)  # (T, C)
+        return self.table.rows(length).to(dtype)  # (T, C)
 
 
 class RotaryPosition(PositionMethod):

@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import math
 import os
-import platform
 import statistics
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
+
+from .._runtime import machine_info as _machine_info
 
 __all__ = [
     "PUBLISHED",
@@ -121,34 +122,10 @@ def _n_pairs(diffs: list) -> int:
     return next((len(d) for d in diffs if d is not None), 0)
 
 
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def machine_info(device: torch.device) -> dict:
-    """Platform, CPU, core counts, torch version and threads, and the GPU name on CUDA."""
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        usable = os.cpu_count()
-    info = {
-        "platform": platform.platform(),
-        "python": sys.version,
-        "cpu": _cpu_name(),
-        "cpu_count": os.cpu_count(),
-        "cpus_usable": usable,
-        "torch": torch.__version__,
-        "torch_threads": torch.get_num_threads(),
-        "device": str(device),
-        "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-    }
+    """What a run was measured on (:func:`posviz._runtime.machine_info`) and the load at its start."""
+    info = _machine_info(device)
+    info["python"] = sys.version
     try:
         info["load_average_at_start"] = list(os.getloadavg())
     except OSError:  # pragma: no cover

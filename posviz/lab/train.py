@@ -27,23 +27,26 @@ from its own seed-derived generators (:class:`posviz.lab.model.GPT`) and the bat
 ``torch.Generator`` seeded with ``derive_seed(seed, "data")``, the same for every method, so
 every method sees the same batches in the same order; on the CPU two runs with the same seed, the
 same torch build and the same number of threads give identical numbers.
-``torch.use_deterministic_algorithms(True, warn_only=True)`` is switched on (it warns,
-rather than fails, where an op has no deterministic version; on CUDA set
+``torch.use_deterministic_algorithms(True, warn_only=True)`` is switched on for the run and
+restored afterwards (:func:`deterministic`; it warns, rather than fails, where an op has no
+deterministic version; on CUDA set
 ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` before starting, as the CLI does). A different thread
 count may change float summation order and hence the last digits.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 
 import torch
 from torch.nn import functional as F
 
+from .._runtime import synchronize
 from .data import sample_batch
 from .model import GPT, derive_seed
 
@@ -52,6 +55,7 @@ __all__ = [
     "TrainResult",
     "lr_at",
     "make_optimizer",
+    "deterministic",
     "seed_everything",
     "set_lr",
     "train",
@@ -95,9 +99,24 @@ class TrainResult:
 
 
 def seed_everything(seed: int) -> None:
-    """``torch.manual_seed(seed)`` and deterministic algorithms (warn-only) for this process."""
+    """Seed torch's global generator (nothing else: see :func:`deterministic` for the algorithms)."""
     torch.manual_seed(seed)
+
+
+@contextlib.contextmanager
+def deterministic() -> Iterator[None]:
+    """Deterministic algorithms (warn-only) inside the block; the caller's setting comes back after.
+
+    :func:`posviz.lab.run_experiment` trains inside this block, so running the lab from a notebook
+    leaves the process as it found it.
+    """
+    enabled = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
     torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -150,11 +169,6 @@ def train_step(
     return loss.detach(), norm.detach()
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def train(
     model: GPT,
     tokens: torch.Tensor,
@@ -188,7 +202,7 @@ def train(
         set_lr(optimizer, lr_at(step, cfg))
         x, y = sample_batch(tokens, cfg.batch_size, length, generator, starts)  # (B, T)
         loss, norm = train_step(model, optimizer, x.to(device), y.to(device), cfg.grad_clip)
-        _sync(device)
+        synchronize(device)
         step_times.append(time.perf_counter() - t0)
         cpu_times.append(time.process_time() - c0)
         losses.append(loss)

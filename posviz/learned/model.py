@@ -76,7 +76,7 @@ class OneLayerModel(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``tokens``: ``[B, L]`` token ids. Returns ``(logits [B, L, vocab], weights [B, L, L])``."""
-        x = self.token(tokens) + self.position(tokens.shape[-1])  # x_m = E[t_m] + P[m], [B, L, d]
+        x = self.token(tokens) + self.position.rows(tokens.shape[-1])  # x_m = E[t_m] + P[m], [B, L, d]
         out, weights = attention(self.w_q(x), self.w_k(x), self.w_v(x), causal=True)  # [B, L, d], [B, L, L]
         return self.readout(out), weights  # [B, L, vocab], [B, L, L]
 
@@ -104,6 +104,6 @@ def positional_attention(model: OneLayerModel, length: int | None = None) -> tor
         raise TypeError(f"model must be a OneLayerModel, got {type(model).__name__}")
     length = model.position.max_len if length is None else length
     with torch.no_grad():
-        p = model.position(length)  # [L, d]
+        p = model.position.rows(length)  # [L, d]
         weights = attention_weights(model.w_q(p), model.w_k(p), causal=True)  # [L, L]
     return weights

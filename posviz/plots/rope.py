@@ -21,8 +21,8 @@ from ..rope import (
     apply_rope,
     rope_angles,
     rope_complex_view,
-    rope_mean_partial_sum,
     rope_layout_permutation,
+    rope_mean_partial_sum,
     rope_scores,
 )
 from ._numbers import significant
