@@ -138,6 +138,8 @@ def test_chapters_run_in_a_fresh_environment(tmp_path):
     (wheel,) = wheels.glob("posviz-*.whl")
 
     venv = tmp_path / "venv"
+    # the fresh environment sees nothing of this one: no PYTHONPATH pointing at the checkout
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     _run([sys.executable, "-m", "venv", str(venv)])
     py = str(venv / "bin" / "python")
     torch_pin = f"torch=={torch.__version__.split('+')[0]}"  # the CPU build already used here
@@ -146,13 +148,13 @@ def test_chapters_run_in_a_fresh_environment(tmp_path):
         for line in (ROOT / "requirements.txt").read_text().splitlines()
         if line.strip() and not line.startswith("#") and line.strip() != "."
     ]
-    _run([py, "-m", "pip", "install", "-q", torch_pin])
-    _run([py, "-m", "pip", "install", "-q", *reader, "ipykernel", "nbclient", "nbformat"])
-    probe = subprocess.run([py, "-c", "import posviz"], capture_output=True, cwd=tmp_path)  # not the checkout
+    _run([py, "-m", "pip", "install", "-q", torch_pin], env=env)
+    _run([py, "-m", "pip", "install", "-q", *reader, "ipykernel", "nbclient", "nbformat"], env=env)
+    probe = subprocess.run([py, "-c", "import posviz"], capture_output=True, cwd=tmp_path, env=env)  # not the checkout
     assert probe.returncode != 0, "the fresh environment must not have posviz before the setup cell runs"
 
     # a kernel spec inside the venv, under a name nothing else uses, so the venv's python runs the cells
-    _run([py, "-m", "ipykernel", "install", "--sys-prefix", "--name", "posviz-fresh"])
+    _run([py, "-m", "ipykernel", "install", "--sys-prefix", "--name", "posviz-fresh"], env=env)
     runner = (
         "import sys, nbformat\n"
         "from nbclient import NotebookClient\n"
@@ -160,7 +162,6 @@ def test_chapters_run_in_a_fresh_environment(tmp_path):
         "NotebookClient(nb, timeout=600, kernel_name='posviz-fresh', skip_cells_with_tag='lab-rerun',\n"
         "               resources={'metadata': {'path': sys.argv[2]}}).execute()\n"
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["POSVIZ_INSTALL"] = str(wheel)
     for name in chapter_names():
         done = subprocess.run(
@@ -168,5 +169,5 @@ def test_chapters_run_in_a_fresh_environment(tmp_path):
             env=env, cwd=tmp_path, timeout=900, capture_output=True, text=True,
         )
         assert done.returncode == 0, f"{name}.ipynb failed in the fresh environment:\n{done.stderr[-3000:]}"
-    shown = _run([py, "-m", "pip", "show", "posviz"]).stdout
+    shown = _run([py, "-m", "pip", "show", "posviz"], env=env).stdout
     assert "Version:" in shown, "the setup cell installed posviz from the wheel"
