@@ -107,7 +107,16 @@
       L["legend.y"] = 1.02;
       L["legend.yanchor"] = "bottom";
       L["legend.font.size"] = 10;
+      if (orig.layout("legend.title.text")) L["legend.title.side"] = "top"; // not beside the entries
     }
+
+    // Horizontal bars with long category names: the names go inside the plot, above each bar.
+    gd.data.forEach(function (trace) {
+      if (trace.type !== "bar" || trace.orientation !== "h") return;
+      var yk = axisKey(traceAxes(trace)[1]);
+      L[yk + ".ticklabelposition"] = "inside top";
+      L[yk + ".tickfont.size"] = 10;
+    });
 
     // Panels: group the x axes into columns by domain; stack the columns one above the other.
     var xs = axisNames(layout, "x");
