@@ -110,6 +110,16 @@ def test_tainted_bytes_and_allowed_starts_keep_heldout_strings_out():
     assert not any(b"XYZW"[:1] in bytes(row) for row in torch.cat([x, y[:, -1:]], 1).tolist() if 88 in row)
 
 
+def test_validation_windows_with_a_tainted_byte_are_dropped():
+    """The safeguard on the validation side (the real split has nothing to drop)."""
+    val = torch.arange(40) % 256
+    tainted = torch.zeros(40, dtype=torch.bool)
+    tainted[12] = True  # inside window 1 (bytes 8..16) only
+    c = lab_data.Corpus(train=val, heldout=val, info={}, validation=val, validation_tainted=tainted)
+    x, y = c.validation_windows(8)
+    assert x[:, 0].tolist() == [0, 16, 24] and torch.equal(y, x + 1)
+
+
 def test_validation_windows_carry_no_heldout_string(corpus):
     x, y = corpus.validation_windows(64)
     held = ngram_set(corpus.heldout)
@@ -324,6 +334,7 @@ def test_inside_spread_rule():
     assert inside_spread([0.5, 0.6, 0.7]) is False  # same sign, mean 0.6 > std 0.1
     assert inside_spread([-0.1, 0.5, 0.6]) is True  # signs differ
     assert inside_spread([0.01, 0.5, 0.02]) is True  # same sign but mean < std
+    assert inside_spread([-0.01, 1.0, 1.0]) is True  # mean > std, but one seed disagrees in sign
     assert inside_spread([0.3]) is None
 
 
