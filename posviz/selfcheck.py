@@ -5,11 +5,11 @@ displays them with :func:`self_check`. The output is one self-contained HTML blo
 little CSS and an inline script, nothing loaded from anywhere), so the same cell works in the
 built book, in JupyterLab and in Colab:
 
-* :class:`MultipleChoice`: radio buttons; each option carries its own explanation, shown when
-  that option is checked;
+* :class:`MultipleChoice`: radio buttons in an order shuffled per question (seeded, so rebuilds
+  match); each option carries its own explanation, shown when that option is checked;
 * :class:`Numeric`: a number field checked against the answer with a tolerance
-  (:math:`|x - a| \le \max(\text{abs\_tol}, \text{rel\_tol}\cdot|a|)`), with the explanation
-  shown after each check.
+  (:math:`|x - a| \le \max(\text{abs\_tol}, \text{rel\_tol}\cdot|a|)`); a right answer shows
+  the value and the explanation, a wrong one invites another try, and "Show answer" reveals both.
 
 Explanations may link to the equation or figure they come from with Markdown-style links,
 ``[the ALiBi score](#equation-alibi-score)``; everything else is escaped. Each question is a
@@ -23,6 +23,7 @@ import hashlib
 import html
 import json
 import math
+import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -81,8 +82,8 @@ class Numeric:
     Attributes:
         prompt: the question.
         answer: the value, computed by posviz when the book is built.
-        why: how to get it. Shown after every check, wrong answers included, so it says how to
-            compute the value without giving it; the value itself is shown once the answer is right.
+        why: how to get it, shown with the value once the answer is right or when the reader
+            asks for the answer ("Show answer"); a wrong answer only says so and invites another try.
         abs_tol, rel_tol: accepted when ``|x - answer| <= max(abs_tol, rel_tol * |answer|)``.
         unit: shown after the field (e.g. "tokens").
         digits: significant digits used when the value is shown.
@@ -131,6 +132,7 @@ _CSS = """
 .self-check .sc-feedback{margin-top:.4em}
 .self-check .sc-feedback.correct{color:#116329}
 .self-check .sc-feedback.incorrect{color:#a40e26}
+.self-check .sc-row button.sc-show{border-style:dashed}
 html[data-theme=dark] .self-check .sc-feedback.correct{color:#56d364}
 html[data-theme=dark] .self-check .sc-feedback.incorrect{color:#ff7b72}
 """
@@ -154,10 +156,14 @@ root.querySelectorAll("fieldset.self-check").forEach(function(q){
    var x=Number(raw);
    if(raw===""||!isFinite(x)){say(false,%(number)s);return;}
    var a=Number(q.dataset.answer), ok=Math.abs(x-a)<=Number(q.dataset.tol);
-   var lead=ok?%(right)s+" "+%(value)s.replace("{v}",q.dataset.shown):%(wrong)s;
-   say(ok,lead+" "+q.querySelector("template").innerHTML);
+   if(ok){say(true,%(right)s+" "+%(value)s.replace("{v}",q.dataset.shown)+" "+q.querySelector("template").innerHTML);}
+   else{say(false,%(wrong)s+" "+%(again)s);}
   }
  });
+ var show=q.querySelector("button.sc-show");
+ if(show){show.addEventListener("click",function(){
+  out.className="sc-feedback shown";
+  out.innerHTML=%(value)s.replace("{v}",q.dataset.shown)+" "+q.querySelector("template").innerHTML;});}
  q.querySelectorAll("input").forEach(function(i){i.addEventListener("keydown",function(e){
   if(e.key==="Enter"){e.preventDefault();btn.click();}});});
 });
@@ -172,6 +178,8 @@ _WORDS = {
     "pick": "Pick an answer first.",
     "number": "Type a number (e.g. 0.25 or 1e-3).",
     "value": "The value is {v}.",
+    "again": "Try again, or show the answer.",
+    "show": "Show answer",
     "answer_label": "Your answer",
 }
 
@@ -194,10 +202,14 @@ class SelfCheck:
         button = f'<button type="button" class="sc-check">{html.escape(self.words["check"])}</button>'
         feedback = '<div class="sc-feedback" role="status" aria-live="polite"></div>'
         if isinstance(q, MultipleChoice):
+            order = list(range(len(q.choices)))
+            # shuffled, so that the right answer is not always first; seeded by the question, so a
+            # rebuild gives the same page
+            random.Random(hashlib.sha256(q.prompt.encode()).hexdigest()).shuffle(order)
             options = "".join(
-                f'<label><input type="radio" name="{qid}" value="{i}" data-correct="{int(c.correct)}"> '
-                f'{_rich(c.text)}<template>{_rich(c.why)}</template></label>'
-                for i, c in enumerate(q.choices)
+                f'<label><input type="radio" name="{qid}" value="{i}" data-correct="{int(q.choices[i].correct)}"> '
+                f'{_rich(q.choices[i].text)}<template>{_rich(q.choices[i].why)}</template></label>'
+                for i in order
             )
             return (f'<fieldset class="self-check" data-kind="choice" id="{qid}">{legend}{options}'
                     f'<div class="sc-row">{button}</div>{feedback}</fieldset>')
@@ -207,7 +219,8 @@ class SelfCheck:
             f'data-tol="{q.tolerance!r}" data-shown="{html.escape(q.shown())}">{legend}'
             f'<div class="sc-row"><label for="{qid}-in" style="display:inline">'
             f'{html.escape(self.words["answer_label"])}</label>'
-            f'<input type="text" inputmode="decimal" autocomplete="off" id="{qid}-in">{unit}{button}</div>'
+            f'<input type="text" inputmode="decimal" autocomplete="off" id="{qid}-in">{unit}{button}'
+            f'<button type="button" class="sc-show">{html.escape(self.words["show"])}</button></div>'
             f'<template>{_rich(q.why)}</template>{feedback}</fieldset>'
         )
 

@@ -70,6 +70,17 @@ def test_tolerance_rule():
     assert Numeric("q", 60611.54, "why").shown() == "60,612"
 
 
+def test_options_are_shuffled_per_question_and_stay_put():
+    prompts = [f"question {i}" for i in range(12)]
+    firsts = []
+    for prompt in prompts:
+        html = self_check(MultipleChoice(prompt, [Choice("right", "r", True), Choice("b", "x"), Choice("c", "y")]))
+        text = html._repr_html_()
+        assert text == html._repr_html_()
+        firsts.append(text.index('data-correct="1"') < text.index('data-correct="0"'))
+    assert 0 < sum(firsts) < len(firsts)  # the right option is first for some questions, not all
+
+
 def test_html_is_self_contained_escaped_and_deterministic():
     html = _block()._repr_html_()
     assert html == _block()._repr_html_()  # same content, same ids: rebuilds give the same page
@@ -132,6 +143,13 @@ def _answer_right_and_wrong(q) -> None:
         field.fill("not a number")
         q.locator("button.sc-check").click()
         assert _feedback(q)[0].endswith(" incorrect") and "number" in _feedback(q)[1]
+        field.fill(repr(answer + 10 * tol + abs(answer) + 1))
+        q.locator("button.sc-check").click()
+        cls, text = _feedback(q)
+        assert q.get_attribute("data-shown") not in text  # a wrong answer does not give the value away
+        q.locator("button.sc-show").click()
+        cls, text = _feedback(q)
+        assert cls.endswith(" shown") and q.get_attribute("data-shown") in text and len(text) > 25, text
         field.fill(repr(answer + 0.5 * tol))
         q.locator("button.sc-check").click()
         cls, text = _feedback(q)
@@ -209,6 +227,11 @@ def test_every_chapter_has_self_check_questions_that_answer(browser, site_url, c
             href = link.get_attribute("href")
             if href.startswith("#"):
                 assert page.locator(f"[id='{href[1:]}']").count() == 1, f"{chapter}: {href} is not on the page"
+    positions = [
+        [r.get_attribute("data-correct") for r in q.locator("input[type=radio]").all()].index("1")
+        for q in questions.all() if q.get_attribute("data-kind") == "choice"
+    ]
+    assert len(positions) < 2 or set(positions) != {0}, f"{chapter}: the right option is always first"
     page.reload(wait_until="load")
     for i in range(page.locator("fieldset.self-check").count()):
         _answer_by_keyboard(page, page.locator("fieldset.self-check").nth(i))
