@@ -19,7 +19,7 @@ per-seed perplexity is compared with the baseline's (``none``) of the same seed.
 
 Run it::
 
-    python -m posviz.lab --quick                  # about 2 minutes on 2 CPU cores
+    python -m posviz.lab --quick                  # about 6 minutes on one (busy) CPU core
     python -m posviz.lab --threads 1 --publish    # full: 3 seeds, d=128, 3 layers, 400 steps, lr search
 
 The full run the book shows ships inside the package (``posviz/lab/published/extrapolation.json``):

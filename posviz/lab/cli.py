@@ -2,7 +2,7 @@
 
 Examples::
 
-    python -m posviz.lab --quick                  # ~2 minutes on 2 CPU cores -> results/extrapolation-quick/
+    python -m posviz.lab --quick                  # ~6 minutes on one busy CPU core -> results/extrapolation-quick/
     python -m posviz.lab --threads 1 --publish    # the full run the book shows (30 runs; 81 min, 1 busy thread)
     python -m posviz.lab --methods rope alibi --seeds 0 1 --train-len 32 --out /tmp/lab
     python -m posviz.lab --replot --out /tmp/lab  # redraw the HTML from /tmp/lab/results.json
