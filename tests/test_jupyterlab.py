@@ -1,0 +1,487 @@
+"""The chapter notebooks as a reader runs them: a real JupyterLab, Run All, every live explorer driven.
+
+One JupyterLab server (from this environment, on 127.0.0.1, a free port and a random token)
+serves copies of the generated ``book/*.ipynb``; headless Chromium (Debian's, through
+Playwright) opens each chapter in turn, runs all its cells, and checks every explorer (an
+ipywidgets box holding a Plotly figure):
+
+* the figure is drawn at the width of its output, and redrawn when the window gets wider;
+* every slider has a track to drag, no control is cut off;
+* every text element the figure holds (text traces, annotations, axis titles) is drawn and
+  non-empty, and no colour bar sits on a label, and no two text labels overlap;
+* dragging each enabled slider, and pressing an arrow key on it, changes the figure (a value
+  the explorer refuses shows its message instead; then the opposite direction must work);
+* after the notebook is saved and the page reloaded (kernel still running), the figure and the
+  controls come back as they were;
+* no console error, no error output.
+
+Screenshots of every explorer (1280 and 1920 px wide, before and after moving the controls,
+after the reload) go to ``screenshots/jupyterlab/``. Skipped, with the reason, when Chromium,
+Playwright or JupyterLab is missing. ``POSVIZ_LAB_CHAPTERS=rope,alibi`` limits the chapters.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = Path(os.environ.get("POSVIZ_SHOTS", ROOT / "screenshots")) / "jupyterlab"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+WIDTHS = (1280, 1920)
+HEIGHT = 1000
+RUN_TIMEOUT_MS = 600_000  # Run All of one chapter (the learned chapter trains its models)
+LOAD_TIMEOUT_MS = 180_000  # JupyterLab's page (several MB of JavaScript) on a busy 2-core machine
+STEP_TIMEOUT_MS = 60_000  # anything else: a redraw, a kernel round trip
+IGNORED_ERRORS: tuple[str, ...] = ()
+
+pytestmark = pytest.mark.browser
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+pytest.importorskip("jupyterlab", reason="jupyterlab is not installed (pip install -e '.[test]')")
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium)", allow_module_level=True)
+
+sys.path.insert(0, str(ROOT / "tools"))
+import notebooks  # noqa: E402
+
+
+def _explorer_calls(md: Path) -> int:
+    """How many explorers a chapter shows: calls like ``rope_explorer(`` in its code cells."""
+    nb = json.loads(md.with_suffix(".ipynb").read_text())
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    return len(re.findall(r"^\s*(?!from|import)\w*explorer\(", code, flags=re.M))
+
+
+CHAPTERS = [p.stem for p in notebooks.chapters()]
+if os.environ.get("POSVIZ_LAB_CHAPTERS"):
+    CHAPTERS = [c for c in CHAPTERS if c in os.environ["POSVIZ_LAB_CHAPTERS"].split(",")]
+EXPLORERS = {p.stem: _explorer_calls(p) for p in notebooks.chapters()}
+
+# JupyterLab settings for the test: every cell in the DOM (no windowing), no autosave (the test
+# saves before reloading), no news or update checks (no network).
+SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
+    "@jupyterlab/docmanager-extension/plugin": {"autosave": False},
+    "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Lab:
+    """A JupyterLab server on 127.0.0.1 serving ``root``."""
+
+    def __init__(self, root: Path, home: Path) -> None:
+        self.root = root
+        self.token = secrets.token_hex(16)
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        settings = home / "settings"
+        for name, values in SETTINGS.items():
+            path = settings / f"{name}.jupyterlab-settings"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(values))
+        env = {
+            **os.environ,
+            "JUPYTERLAB_SETTINGS_DIR": str(settings),
+            "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+            "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+            "JUPYTER_CONFIG_DIR": str(home / "config"),
+            "IPYTHONDIR": str(home / "ipython"),
+            "PYTHONPATH": str(ROOT),  # the kernel imports this checkout's posviz
+        }
+        self.log = (home / "server.log").open("w")
+        self.process = subprocess.Popen(
+            [
+                sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+                "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={root}",
+                "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            ],
+            env=env, stdout=self.log, stderr=subprocess.STDOUT, cwd=root,
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                self.api("GET", "status")
+                break
+            except (urllib.error.URLError, ConnectionError):
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    log = (home / "server.log").read_text()[-3000:]
+                    raise RuntimeError(f"JupyterLab did not start: {log}") from None
+                time.sleep(0.25)
+
+    def api(self, method: str, path: str) -> object:
+        request = urllib.request.Request(
+            f"{self.url}/api/{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def shut_down_kernels(self) -> None:
+        for session in self.api("GET", "sessions"):
+            self.api("DELETE", f"sessions/{session['id']}")
+
+    def close(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    root = tmp_path_factory.mktemp("notebooks")
+    for name in CHAPTERS:  # copies: running and saving never touches book/
+        nb = json.loads((ROOT / "book" / f"{name}.ipynb").read_text())
+        # the 2-minute live rerun of the lab is no part of reading the chapter (the book skips it too)
+        nb["cells"] = [c for c in nb["cells"] if "lab-rerun" not in c.get("metadata", {}).get("tags", [])]
+        (root / f"{name}.ipynb").write_text(json.dumps(nb))
+    server = Lab(root, tmp_path_factory.mktemp("jupyter"))
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def shots() -> Path:
+    shutil.rmtree(SHOTS, ignore_errors=True)
+    SHOTS.mkdir(parents=True)
+    return SHOTS
+
+
+# ---- what the page is asked (JavaScript run in the page) -------------------------------------
+
+EXPLORER = ".jp-OutputArea-output:has(.widget-vbox .js-plotly-plot)"
+
+# Everything a check needs about one explorer, measured in the page.
+MEASURE = r"""(out) => {
+  const gd = out.querySelector('.js-plotly-plot');
+  const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const nonEmpty = (t) => t !== null && t !== undefined && String(t).trim() !== '';
+  const list = (v) => Array.isArray(v) || ArrayBuffer.isView(v) ? Array.from(v) : (nonEmpty(v) ? [v] : []);
+  const r = {width: gd.clientWidth, outWidth: out.clientWidth, drawn: gd._fullLayout ? gd._fullLayout.width : 0,
+             traces: gd.data ? gd.data.length : 0, status: '', problems: []};
+  const status = out.querySelector('.widget-html-content');
+  r.status = status ? status.textContent.trim() : '';
+  // text the figure holds: text traces, annotations, axis titles
+  let wanted = 0;
+  for (const t of gd.data || []) {
+    if (t.visible === false || !String(t.mode || '').includes('text')) continue;
+    wanted += list(t.text).filter(nonEmpty).length;
+  }
+  const points = [...gd.querySelectorAll('.textpoint text')].filter(e => nonEmpty(e.textContent));
+  if (points.length !== wanted) r.problems.push(`${wanted} text labels in the figure, ${points.length} drawn`);
+  const notes = ((gd.layout && gd.layout.annotations) || []).filter(a => nonEmpty(a.text) && a.visible !== false);
+  const drawnNotes = [...gd.querySelectorAll('.annotation-text')].filter(e => nonEmpty(e.textContent));
+  if (drawnNotes.length < notes.length) r.problems.push(`${notes.length} annotations, ${drawnNotes.length} drawn`);
+  for (const [key, axis] of Object.entries(gd._fullLayout || {})) {
+    if (!/^[xy]axis\d*$/.test(key) || !axis.visible || !axis.title || !nonEmpty(axis.title.text)) continue;
+    const cls = '.g-' + key.replace('axis', '') + 'title';
+    const e = gd.querySelector(cls);
+    if (!e || !nonEmpty(e.textContent)) r.problems.push(`axis title ${key} not drawn`);
+  }
+  // overlaps: a colour bar on a label, two text labels on each other
+  const area = (a, b) => Math.max(0, Math.min(a[2], b[2]) - Math.max(a[0], b[0])) *
+                         Math.max(0, Math.min(a[3], b[3]) - Math.max(a[1], b[1]));
+  const bars = [...gd.querySelectorAll('g.colorbar')];
+  const labels = [...gd.querySelectorAll(
+    '.xtick text, .ytick text, .g-xtitle, .g-ytitle, [class^="g-x"][class$="title"], [class^="g-y"][class$="title"],' +
+    '.annotation-text, .textpoint text, .legendtext, .gtitle')]
+    .filter(e => !e.closest('g.colorbar') && nonEmpty(e.textContent));
+  for (const bar of bars) for (const label of labels) {
+    if (area(box(bar), box(label)) > 4) r.problems.push(`colour bar over "${label.textContent.slice(0, 30)}"`);
+  }
+  for (let i = 0; i < points.length; i++) for (let j = i + 1; j < points.length; j++) {
+    if (area(box(points[i]), box(points[j])) > 4)
+      r.problems.push(`labels overlap: "${points[i].textContent}", "${points[j].textContent}"`);
+  }
+  // controls: sliders with a track, nothing cut off by the output
+  const right = box(out)[2];
+  for (const s of out.querySelectorAll('.widget-slider')) {
+    const track = s.querySelector('.noUi-target, .slider-container');
+    const name = (s.querySelector('.widget-label') || {}).textContent;
+    if (!track || track.getBoundingClientRect().width < 100) r.problems.push(`slider "${name}" has no track to drag`);
+  }
+  for (const c of out.querySelectorAll('.widget-hbox > .widget-inline-hbox, .widget-hbox > .widget-checkbox')) {
+    if (box(c)[2] > right + 1) r.problems.push(`control "${c.textContent.trim().slice(0, 30)}" cut off`);
+  }
+  r.controls = [...out.querySelectorAll('.widget-readout, .widget-dropdown select, .widget-checkbox input')]
+    .map(e => e.tagName === 'INPUT' ? String(e.checked) : e.tagName === 'SELECT' ? e.value : e.textContent);
+  return r;
+}"""
+
+# A cheap fingerprint of what the figure shows (its data and its layout texts).
+SIGNATURE = r"""(out) => {
+  const gd = out.querySelector('.js-plotly-plot');
+  if (!gd || !gd.data) return '';
+  const plain = (v) => ArrayBuffer.isView(v) ? Array.from(v) : v;
+  const parts = gd.data.map(t => ['x', 'y', 'z', 'text', 'name', 'value', 'zmin', 'zmax']
+    .map(k => JSON.stringify(Array.isArray(t[k]) ? t[k].map(plain) : plain(t[k]))).join('|'));
+  parts.push(JSON.stringify(((gd.layout || {}).annotations || []).map(a => a.text)));
+  const s = parts.join('#');
+  let h = 0;
+  for (let i = 0; i < s.length; i++) h = (Math.imul(31, h) + s.charCodeAt(i)) | 0;
+  return `${s.length}:${h}`;
+}"""
+
+
+class Chapter:
+    """One chapter notebook open in a page, with its console errors recorded."""
+
+    def __init__(self, browser: object, lab: Lab, name: str) -> None:
+        self.lab, self.name = lab, name
+        self.page = browser.new_page(viewport={"width": WIDTHS[0], "height": HEIGHT})
+        self.page.set_default_timeout(STEP_TIMEOUT_MS)
+        self.errors: list[str] = []
+        self.page.on("console", lambda msg: msg.type == "error" and self.errors.append(msg.text))
+        self.page.on("pageerror", lambda err: self.errors.append(str(err)))
+
+    def open(self, reset: bool = True) -> None:
+        self.page.goto(
+            f"{self.lab.url}/lab/tree/{self.name}.ipynb?token={self.lab.token}{'&reset' if reset else ''}",
+            timeout=LOAD_TIMEOUT_MS,
+        )
+        self.page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=LOAD_TIMEOUT_MS)
+        self.wait_for_kernel()
+
+    def wait_for_kernel(self) -> None:
+        """Until the notebook's kernel has started (the server says so) and the page shows it idle."""
+        deadline = time.monotonic() + LOAD_TIMEOUT_MS / 1000
+        while not any(
+            s["path"].endswith(f"{self.name}.ipynb") and s["kernel"]["execution_state"] == "idle"
+            for s in self.lab.api("GET", "sessions")
+        ):
+            assert time.monotonic() < deadline, f"{self.name}: the kernel did not start"
+            time.sleep(0.2)
+        self.page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+
+    def run_all(self) -> None:
+        self.page.click(".lm-MenuBar-item:has-text('Run')")
+        self.page.click(".lm-Menu-item[data-command='runmenu:run-all']")
+        # done: every code cell numbered; stopped: none running, kernel idle, some never ran
+        self.page.wait_for_function(
+            """() => {
+              const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(e => e.textContent);
+              const idle = document.querySelector(".jp-Notebook-ExecutionIndicator[data-status='idle']");
+              return p.length && (p.every(t => /\\[\\d+\\]/.test(t)) ||
+                     (idle && p.some(t => /\\[\\d+\\]/.test(t)) && !p.some(t => t.includes('*'))));
+            }""",
+            timeout=RUN_TIMEOUT_MS,
+            polling=500,
+        )
+        prompts = self.page.eval_on_selector_all(".jp-CodeCell .jp-InputPrompt", "es => es.map(e => e.textContent)")
+        errors = self.page.eval_on_selector_all(
+            ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
+            "es => es.map(e => e.textContent).filter(t => /Traceback|Error/.test(t))",
+        )
+        assert not errors, f"{self.name}: error output:\n{errors[0][-3000:]}"
+        assert all(re.search(r"\[\d+\]", p) for p in prompts), f"{self.name}: not every cell ran: {prompts}"
+
+    def check_markdown(self, solutions: int) -> None:
+        """The rendered text cells show no MyST markup, and every solution is collapsed."""
+        rendered = ".jp-MarkdownCell .jp-MarkdownOutput, .jp-MarkdownCell .myst"  # .myst: jupyterlab-myst
+        text = self.page.eval_on_selector_all(rendered, "es => es.map(e => e.innerText).join('\\n')")
+        raw = re.findall(r"\{(?:eq|cite:[pt]|ref|numref)\}`|^:::|\$\$ *\(", text, flags=re.M)
+        assert not raw, f"{self.name}: raw MyST in the rendered notebook: {raw[:5]}"
+        shown = self.page.eval_on_selector_all(
+            ".jp-MarkdownCell .jp-MarkdownOutput details, .jp-MarkdownCell .myst details", "es => es.map(e => e.open)"
+        )
+        assert shown == [False] * solutions, f"{self.name}: {solutions} collapsed solutions expected, found {shown}"
+
+    def explorers(self) -> list[object]:
+        return self.page.locator(EXPLORER).all()
+
+    def measure(self, out: object) -> dict:
+        return out.evaluate(MEASURE)
+
+    def signature(self, out: object) -> str:
+        return out.evaluate(SIGNATURE)
+
+    def wait_fitted(self, out: object) -> None:
+        """Until the figure is drawn at the width of its output."""
+        out.evaluate(
+            """(out, timeout) => new Promise((resolve, reject) => {
+              const t0 = performance.now();
+              const check = () => {
+                const gd = out.querySelector('.js-plotly-plot');
+                const drawn = gd && gd._fullLayout ? gd._fullLayout.width : 0;
+                const fits = gd && gd.clientWidth > 0.95 * out.clientWidth && Math.abs(drawn - gd.clientWidth) <= 2;
+                if (fits) resolve(true);
+                else if (performance.now() - t0 > timeout) reject(new Error(
+                  `figure ${drawn} px wide in an output ${out.clientWidth} px wide`));
+                else requestAnimationFrame(check);
+              };
+              check();
+            })""",
+            STEP_TIMEOUT_MS,
+        )
+
+    def check(self, out: object, label: str) -> dict:
+        self.wait_fitted(out)
+        found = self.measure(out)
+        assert found["traces"] > 0, f"{label}: no figure"
+        assert not found["problems"], f"{label}: {found['problems']}"
+        assert found["status"] == "", f"{label}: the explorer reports {found['status']!r}"
+        return found
+
+    def shot(self, out: object, shots: Path, label: str) -> None:
+        out.scroll_into_view_if_needed()
+        out.screenshot(path=str(shots / f"{label}.png"))
+
+    def move(self, out: object, index: int, how: str, direction: int) -> str:
+        """Move slider ``index`` of ``out`` one way (``direction`` +1: up) by dragging or by an arrow
+        key; return 'changed' (the figure changed) or 'refused' (the status shows a message)."""
+        before = self.signature(out)
+        slider = out.locator(".widget-slider").nth(index)
+        handle = slider.locator(".noUi-handle").first
+        handle.scroll_into_view_if_needed()
+        if how == "drag":
+            track = slider.locator(".noUi-target").first.bounding_box()
+            grip = handle.bounding_box()
+            x, y = grip["x"] + grip["width"] / 2, grip["y"] + grip["height"] / 2
+            self.page.mouse.move(x, y)
+            self.page.mouse.down()
+            self.page.mouse.move(x + direction * 0.15 * track["width"], y, steps=5)
+            self.page.mouse.up()
+        else:
+            handle.focus()
+            self.page.keyboard.press("ArrowRight" if direction > 0 else "ArrowLeft")
+        return out.evaluate(
+            """(out, [before, sig, timeout]) => new Promise((resolve, reject) => {
+              const signature = eval(sig);
+              const t0 = performance.now();
+              const check = () => {
+                const status = out.querySelector('.widget-html-content');
+                if (signature(out) !== before) resolve('changed');
+                else if (status && status.textContent.trim()) resolve('refused');
+                else if (performance.now() - t0 > timeout) resolve('no response: the figure did not change');
+                else setTimeout(check, 50);
+              };
+              check();
+            })""",
+            [before, SIGNATURE, STEP_TIMEOUT_MS],
+        )
+
+    def room(self, out: object, index: int) -> int:
+        """+1 if slider ``index`` has more room above its value than below, else -1."""
+        handle = out.locator(".widget-slider").nth(index).locator(".noUi-handle").first
+        now, low, high = (float(handle.get_attribute(a)) for a in ("aria-valuenow", "aria-valuemin", "aria-valuemax"))
+        return 1 if high - now > now - low else -1
+
+    def drive(self, out: object, label: str) -> None:
+        """Move every enabled slider by dragging and by the keyboard; each move changes the figure."""
+        count = out.locator(".widget-slider").count()
+        for i in range(count):
+            slider = out.locator(".widget-slider").nth(i)
+            if slider.locator("[disabled]").count() or "disabled" in (slider.get_attribute("class") or ""):
+                continue
+            name = slider.locator(".widget-label").first.text_content()
+            for how in ("drag", "key"):
+                way = self.room(out, i)
+                result = self.move(out, i, how, way)
+                if result == "refused":  # a value the explorer rejects (with its message): the other way works
+                    result = self.move(out, i, how, -way)
+                    if result == "refused" and how == "key":
+                        result = self.move(out, i, how, -way)
+                assert result == "changed", f"{label}: {how} on slider {name!r}: {result}"
+                status = self.measure(out)["status"]
+                assert status == "", f"{label}: after {how} on {name!r} the explorer reports {status!r}"
+
+    def save(self) -> None:
+        self.page.click(".jp-NotebookPanel .jp-Notebook")
+        self.page.keyboard.press("Control+s")
+        self.page.wait_for_function("() => !document.querySelector('.jp-mod-current.jp-mod-dirty, .jp-mod-dirty')")
+
+    def close(self) -> None:
+        self.page.close()
+
+    def unexpected_errors(self) -> list[str]:
+        return [e for e in self.errors if not any(known in e for known in IGNORED_ERRORS)]
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_chapter_in_jupyterlab(name: str, lab: Lab, browser: object, shots: Path) -> None:
+    chapter = Chapter(browser, lab, name)
+    try:
+        chapter.open()
+        chapter.run_all()
+        source = (ROOT / "book" / f"{name}.ipynb").read_text()
+        chapter.check_markdown(source.count("<details>"))
+        outs = chapter.explorers()
+        assert len(outs) == EXPLORERS[name], f"{name}: {EXPLORERS[name]} explorers expected, {len(outs)} drawn"
+        for k, out in enumerate(outs):
+            label = f"{name}-{k}"
+            chapter.check(out, f"{label} at {WIDTHS[0]} px")
+            chapter.shot(out, shots, f"{label}-{WIDTHS[0]}")
+        chapter.page.set_viewport_size({"width": WIDTHS[1], "height": HEIGHT})  # the figure follows
+        for k, out in enumerate(outs):
+            label = f"{name}-{k}"
+            chapter.check(out, f"{label} at {WIDTHS[1]} px")
+            chapter.shot(out, shots, f"{label}-{WIDTHS[1]}")
+            chapter.drive(out, label)
+            chapter.check(out, f"{label} after moving its sliders")
+            chapter.shot(out, shots, f"{label}-{WIDTHS[1]}-moved")
+        chapter.page.set_viewport_size({"width": WIDTHS[0], "height": HEIGHT})
+        before = []
+        for k, out in enumerate(outs):
+            found = chapter.check(out, f"{name}-{k} moved, at {WIDTHS[0]} px")
+            chapter.shot(out, shots, f"{name}-{k}-{WIDTHS[0]}-moved")
+            before.append((chapter.signature(out), found["controls"]))
+        if outs:  # a page reload with the kernel running: the explorers come back as they were
+            chapter.save()
+            chapter.page.reload(timeout=LOAD_TIMEOUT_MS)
+            chapter.page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=LOAD_TIMEOUT_MS)
+            chapter.page.wait_for_function(
+                "([sel, n]) => document.querySelectorAll(sel + ' .main-svg').length >= n",
+                arg=[EXPLORER, len(outs)],
+                timeout=LOAD_TIMEOUT_MS,
+            )
+            outs = chapter.explorers()
+            assert len(outs) == len(before), f"{name}: {len(before)} explorers before the reload, {len(outs)} after"
+            for k, (out, (signature, controls)) in enumerate(zip(outs, before)):
+                label = f"{name}-{k} after a reload"
+                found = chapter.check(out, label)
+                assert found["controls"] == controls, f"{label}: controls {found['controls']}, were {controls}"
+                assert chapter.signature(out) == signature, f"{label}: the figure is not the one before the reload"
+                chapter.shot(out, shots, f"{name}-{k}-{WIDTHS[0]}-reloaded")
+        assert not chapter.unexpected_errors(), f"{name}: console/page errors: {chapter.unexpected_errors()}"
+    finally:
+        chapter.close()
+        lab.shut_down_kernels()
