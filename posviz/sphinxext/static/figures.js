@@ -97,6 +97,19 @@
       var n = (m.buttons || []).length;
       if (n > 2 && (m.direction || "right") === "right") menuRoom = Math.max(menuRoom, n * 27);
     });
+    // Menus placed right of the plot (x > 1) would take the phone's width: a row above the plot.
+    var outside = (orig.layout("updatemenus") || [])
+      .map(function (m, i) { return m.x > 1 ? i : -1; })
+      .filter(function (i) { return i >= 0; });
+    outside.forEach(function (i, k) {
+      L["updatemenus[" + i + "].x"] = 0;
+      L["updatemenus[" + i + "].xanchor"] = "left";
+      L["updatemenus[" + i + "].y"] = 1.01;
+      L["updatemenus[" + i + "].yanchor"] = "bottom";
+      L["updatemenus[" + i + "].pad"] = { l: 0, r: 0, t: 0, b: 40 * (outside.length - 1 - k) }; // one row each
+    });
+    var moved = outside.length;
+    menuRoom += 40 * moved;
     if (menuRoom) L["margin.t"] = (L["margin.t"] || tm || 80) + menuRoom;
 
     // Legends: above the plot, in rows, left-aligned (Plotly wraps a horizontal legend).
@@ -104,8 +117,9 @@
       L["legend.orientation"] = "h";
       L["legend.x"] = 0;
       L["legend.xanchor"] = "left";
-      L["legend.y"] = 1.02;
-      L["legend.yanchor"] = "bottom";
+      // above the plot, unless menus took that space: then below the x axis
+      L["legend.y"] = moved ? -0.22 : 1.02;
+      L["legend.yanchor"] = moved ? "top" : "bottom";
       L["legend.font.size"] = 10;
       if (orig.layout("legend.title.text")) L["legend.title.side"] = "top"; // not beside the entries
     }
@@ -247,7 +261,7 @@
     });
     (orig.layout("updatemenus") || []).forEach(function (m, i) {
       L["updatemenus[" + i + "].font.size"] = 11;
-      L["updatemenus[" + i + "].pad"] = { l: 0, r: 0, t: 0, b: 0 };
+      if (!(("updatemenus[" + i + "].pad") in L)) L["updatemenus[" + i + "].pad"] = { l: 0, r: 0, t: 0, b: 0 };
       if ((m.buttons || []).length > 2 && (m.direction || "right") === "right") {
         // a row of buttons wider than a phone: a column, at the left edge
         L["updatemenus[" + i + "].direction"] = "down";
