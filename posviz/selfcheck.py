@@ -134,6 +134,7 @@ _CSS = """
 .self-check .sc-feedback.incorrect{color:#a40e26}
 .self-check .sc-row button.sc-show{border-style:dashed}
 html[data-theme=dark] .self-check .sc-feedback.correct{color:#56d364}
+html[data-theme=dark] .self-check a{color:#9ecbff}
 html[data-theme=dark] .self-check .sc-feedback.incorrect{color:#ff7b72}
 """
 

@@ -9,12 +9,12 @@ trained ``rope`` model), are trained on the Python documentation shipped with CP
 and inference throughput measured in the same run. Every position method calls the posviz
 function its chapter teaches, and attention is :func:`posviz.attention` with ``causal=True``.
 
-The protocol (:mod:`posviz.lab.experiment`): the topics are split into train, validation and
-held-out text with no 64-byte string in common (:mod:`posviz.lab.data`); with one seed every
+The protocol (``posviz.lab.experiment``): the topics are split into train, validation and
+held-out text with no 64-byte string in common (``posviz.lab.data``); with one seed every
 method starts from the same token embedding and blocks and sees the same batches
-(:class:`posviz.lab.model.GPT`); the position parameters (learned table, T5 buckets, Shaw
+(``posviz.lab.model.GPT``); the position parameters (learned table, T5 buckets, Shaw
 vectors) train in their own parameter group, whose learning-rate multiplier is chosen per method
-on the validation loss at the training length (:mod:`posviz.lab.train`); and each method's
+on the validation loss at the training length (``posviz.lab.train``); and each method's
 per-seed perplexity is compared with the baseline's (``none``) of the same seed.
 
 Run it::

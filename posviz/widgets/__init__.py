@@ -10,7 +10,7 @@ Python one, and Plotly's ``FigureWidget`` keeps the two in step only partly: the
 that a new view draws (the first display, a page reload, a second view) is the one from when
 the widget was built, and the frontend patches its copy with each batched update, losing the
 coordinates of a trace whose update leaves them out. :class:`Explorer` therefore republishes the
-whole figure state after every update (:func:`publish`). It also gives every control a usable
+whole figure state after every update (``publish``). It also gives every control a usable
 width, lets the control row wrap, and lets the figure fill the output's width and follow resizes.
 """
 
@@ -198,7 +198,7 @@ class ExplorerFigure(go.FigureWidget):
 
 
 def _fit(control: widgets.Widget) -> None:
-    """A slider or dropdown at least :data:`CONTROL_WIDTH` wide (an explicit width in ``px``
+    """A slider or dropdown at least ``CONTROL_WIDTH`` wide (an explicit width in ``px``
     above it stays), not shrunk by the row, with its label at its natural width."""
     if isinstance(control, (*_SLIDERS, widgets.Dropdown)):
         width = control.layout.width or ""
@@ -254,15 +254,15 @@ class Explorer(widgets.VBox):
     ``update`` raises, or returns something the figure cannot take, the error is shown in
     :attr:`status` and the figure keeps its last good state.
 
-    The controls sit in a wrapping row, sliders and dropdowns at least :data:`CONTROL_WIDTH`
+    The controls sit in a wrapping row, sliders and dropdowns at least ``CONTROL_WIDTH``
     wide; the figure fills the width of the output and follows resizes of the window (a width
     set on the figure's layout is dropped, its height stays); after every update the whole
-    figure state is republished (:func:`publish`), so a view drawn later shows the current figure.
+    figure state is republished (``publish``), so a view drawn later shows the current figure.
 
     Attributes:
         controls: the control widgets, by keyword name.
         status: an ``ipywidgets.HTML`` line: empty, or the last error.
-        figure: the figure being updated: an :class:`ExplorerFigure`, a copy of the figure given.
+        figure: the figure being updated: an ``ExplorerFigure``, a copy of the figure given.
     """
 
     def __init__(
@@ -307,7 +307,7 @@ def explorer(
 ) -> Explorer:
     """Build an :class:`Explorer`; ``figure`` defaults to the first ``update`` result.
 
-    The figure is copied into an :class:`ExplorerFigure` (pass a plain ``go.Figure``: a
+    The figure is copied into an ``ExplorerFigure`` (pass a plain ``go.Figure``: a
     ``go.FigureWidget`` would open a widget that is never shown). Without a figure, ``update``
     is called once with the controls' initial values and must return a figure.
     """
