@@ -452,17 +452,20 @@ def test_chapter_in_jupyterlab(name: str, lab: Lab, browser: object, shots: Path
             chapter.shot(out, shots, f"{label}-{WIDTHS[0]}")
         chapter.page.set_viewport_size({"width": WIDTHS[1], "height": HEIGHT})  # the figure follows
         for k, out in enumerate(outs):
+            chapter.check(out, f"{name}-{k} at {WIDTHS[1]} px")
+            chapter.shot(out, shots, f"{name}-{k}-{WIDTHS[1]}")
+        chapter.page.set_viewport_size({"width": WIDTHS[0], "height": HEIGHT})
+        for k, out in enumerate(outs):
             label = f"{name}-{k}"
-            chapter.check(out, f"{label} at {WIDTHS[1]} px")
-            chapter.shot(out, shots, f"{label}-{WIDTHS[1]}")
+            chapter.check(out, f"{label} back at {WIDTHS[0]} px")
             chapter.drive(out, label)
             chapter.check(out, f"{label} after moving its sliders")
-            chapter.shot(out, shots, f"{label}-{WIDTHS[1]}-moved")
-        chapter.page.set_viewport_size({"width": WIDTHS[0], "height": HEIGHT})
+            chapter.shot(out, shots, f"{label}-{WIDTHS[0]}-moved")
+        chapter.page.set_viewport_size({"width": WIDTHS[1], "height": HEIGHT})
         before = []
         for k, out in enumerate(outs):
-            found = chapter.check(out, f"{name}-{k} moved, at {WIDTHS[0]} px")
-            chapter.shot(out, shots, f"{name}-{k}-{WIDTHS[0]}-moved")
+            found = chapter.check(out, f"{name}-{k} moved, at {WIDTHS[1]} px")
+            chapter.shot(out, shots, f"{name}-{k}-{WIDTHS[1]}-moved")
             before.append((chapter.signature(out), found["controls"]))
         if outs:  # a page reload with the kernel running: the explorers come back as they were
             chapter.save()
@@ -480,7 +483,7 @@ def test_chapter_in_jupyterlab(name: str, lab: Lab, browser: object, shots: Path
                 found = chapter.check(out, label)
                 assert found["controls"] == controls, f"{label}: controls {found['controls']}, were {controls}"
                 assert chapter.signature(out) == signature, f"{label}: the figure is not the one before the reload"
-                chapter.shot(out, shots, f"{name}-{k}-{WIDTHS[0]}-reloaded")
+                chapter.shot(out, shots, f"{name}-{k}-{WIDTHS[1]}-reloaded")
         assert not chapter.unexpected_errors(), f"{name}: console/page errors: {chapter.unexpected_errors()}"
     finally:
         chapter.close()
