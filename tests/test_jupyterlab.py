@@ -211,8 +211,9 @@ MEASURE = r"""(out) => {
   const notes = ((gd.layout && gd.layout.annotations) || []).filter(a => nonEmpty(a.text) && a.visible !== false);
   const drawnNotes = [...gd.querySelectorAll('.annotation-text')].filter(e => nonEmpty(e.textContent));
   if (drawnNotes.length < notes.length) r.problems.push(`${notes.length} annotations, ${drawnNotes.length} drawn`);
-  for (const [key, axis] of Object.entries(gd._fullLayout || {})) {
-    if (!/^[xy]axis\d*$/.test(key) || !axis.visible || !axis.title || !nonEmpty(axis.title.text)) continue;
+  for (const [key, axis] of Object.entries(gd.layout || {})) {  // titles the figure sets (not plotly.js defaults)
+    const full = (gd._fullLayout || {})[key];
+    if (!/^[xy]axis\d*$/.test(key) || !full || !full.visible || !axis.title || !nonEmpty(axis.title.text)) continue;
     const cls = '.g-' + key.replace('axis', '') + 'title';
     const e = gd.querySelector(cls);
     if (!e || !nonEmpty(e.textContent)) r.problems.push(`axis title ${key} not drawn`);
