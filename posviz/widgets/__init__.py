@@ -91,6 +91,9 @@ def _apply(target: BaseFigure, traces: list[dict[str, Any]], layout: dict[str, A
     publish(target)
 
 
+_COORDINATES = ("x", "y", "z", "text")
+
+
 def publish(figure: BaseFigure) -> None:
     """Make a ``FigureWidget``'s synced state the figure as it is now (a plain figure: no-op).
 
@@ -104,7 +107,13 @@ def publish(figure: BaseFigure) -> None:
     replaces that copy with the complete, current figure; views already drawn ignore it.
     """
     if isinstance(figure, widgets.Widget):
-        figure._widget_data = deepcopy(figure._data)
+        # Plotly drops from a trace the properties that equal what the frontend reported back
+        # (its defaults, e.g. a text trace's unchanged x and y); a new view needs them
+        data = [
+            {**{k: v for k, v in defaults.items() if k in _COORDINATES and k not in props}, **props}
+            for props, defaults in zip(figure._data, figure._data_defaults)
+        ]
+        figure._widget_data = deepcopy(data)
         figure._widget_layout = deepcopy(figure._layout_obj._props)
 
 
