@@ -94,6 +94,11 @@ def _apply(target: BaseFigure, traces: list[dict[str, Any]], layout: dict[str, A
 _COORDINATES = ("x", "y", "z", "text")
 
 
+def _given(value: object) -> bool:
+    """Not plotly.js's empty default (``text: ""``)."""
+    return value is not None and not (isinstance(value, str) and value == "")
+
+
 def publish(figure: BaseFigure) -> None:
     """Make a ``FigureWidget``'s synced state the figure as it is now (a plain figure: no-op).
 
@@ -110,7 +115,7 @@ def publish(figure: BaseFigure) -> None:
         # Plotly drops from a trace the properties that equal what the frontend reported back
         # (its defaults, e.g. a text trace's unchanged x and y); a new view needs them
         data = [
-            {**{k: v for k, v in defaults.items() if k in _COORDINATES and k not in props}, **props}
+            {**{k: v for k, v in defaults.items() if k in _COORDINATES and k not in props and _given(v)}, **props}
             for props, defaults in zip(figure._data, figure._data_defaults)
         ]
         figure._widget_data = deepcopy(data)
