@@ -112,7 +112,8 @@ def test_decay_figure_draws_rope_mean_partial_sum() -> None:
     r = torch.arange(0, 51, dtype=torch.float64)
     for s, d in enumerate(dims):
         for j, b in enumerate(bases):
-            np.testing.assert_allclose(_step_data(fig, s, "y", j), posviz.rope_mean_partial_sum(r, d, b).numpy(), rtol=1e-3)
+            expected = posviz.rope_mean_partial_sum(r, d, b).numpy()
+            np.testing.assert_allclose(_step_data(fig, s, "y", j), expected, rtol=1e-3)
         assert fig.layout.sliders[0].steps[s].args[1]["yaxis.range"][1] == pytest.approx(1.05 * (d / 2 + 1) / 2)
     _steps_differ(fig, "y", 1)
     assert fig.layout.updatemenus[0].buttons[0].label == "base 10 000"  # the usual base is shown first

@@ -380,7 +380,10 @@ def rope_decay_figure(
                 mode="lines",
                 line={"color": color, "width": 1.5},
                 name=f"base {base_label(b)}",
-                hovertemplate=f"base {base_label(b)}, d = {d}<br>|m − n| = %{{x}}<br>mean |S<sub>j</sub>| = %{{y:.4g}}<extra></extra>",
+                hovertemplate=(
+                    f"base {base_label(b)}, d = {d}<br>|m − n| = %{{x}}<br>"
+                    "mean |S<sub>j</sub>| = %{y:.4g}<extra></extra>"
+                ),
             )
             for b, color in zip(bases, BASE_COLORS)
         ]
