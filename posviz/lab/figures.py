@@ -229,7 +229,7 @@ def paired_difference_figure(results: dict, *, methods: list[str] | None = None)
     minus the baseline's with the same seed) against evaluation length: the mean over seeds, bars
     from the smallest to the largest per-seed difference. A filled marker is a difference outside
     the seed spread; an **open** marker, and the word in the hover text, one inside it
-    (:func:`posviz.lab.results.inside_spread`). Below 0: better than the baseline.
+    (:func:`posviz.lab.inside_spread`). Below 0: better than the baseline.
     """
     validate_results(results)
     paired = results.get("paired")
