@@ -91,12 +91,6 @@ def base_url() -> Iterator[str]:
     server.server_close()
 
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="session")

@@ -93,17 +93,6 @@ def test_html_is_self_contained_escaped_and_deterministic():
 # --- in the browser ---------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium)")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
-
-
 def _watch(page, origin: str) -> tuple[list[str], list[str]]:
     errors, outside = [], []
     page.on("pageerror", lambda e: errors.append(str(e)))

@@ -162,7 +162,7 @@ def learned_explorer(
         run = grid[(max_len, dim, seed)]
         index = steps.index(step)
         with one_thread(), torch.no_grad():
-            table = embeddings[(max_len, dim, seed)][index](length)  # [length, d]; IndexError past max_len
+            table = embeddings[(max_len, dim, seed)][index].rows(length)  # [length, d]; IndexError past max_len
             learned = cosine_similarity_matrix(table)  # [length, length]
             sinusoidal = cosine_similarity_matrix(sinusoidal_encoding(length, dim, base, device=_CPU))
         values = table.numpy()
