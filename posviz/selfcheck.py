@@ -5,8 +5,9 @@ displays them with :func:`self_check`. The output is one self-contained HTML blo
 little CSS and an inline script, nothing loaded from anywhere), so the same cell works in the
 built book, in JupyterLab and in Colab:
 
-* :class:`MultipleChoice`: radio buttons in an order shuffled per question (seeded, so rebuilds
-  match); each option carries its own explanation, shown when that option is checked;
+* :class:`MultipleChoice`: radio buttons, the wrong options shuffled per question (seeded, so
+  rebuilds match) and the right one at a different place in successive questions; each option
+  carries its own explanation, shown when that option is checked;
 * :class:`Numeric`: a number field checked against the answer with a tolerance
   (:math:`|x - a| \le \max(\text{abs\_tol}, \text{rel\_tol}\cdot|a|)`); a right answer shows
   the value and the explanation, a wrong one invites another try, and "Show answer" reveals both.
@@ -198,15 +199,19 @@ class SelfCheck:
         digest = hashlib.sha256(json.dumps([self.key, self.title, [q.prompt for q in self.questions]]).encode())
         return "sc-" + digest.hexdigest()[:12]
 
-    def _question(self, q: Question, qid: str, number: int) -> str:
+    def _question(self, q: Question, qid: str, number: int, rank: int = 0) -> str:
         legend = f'<legend>{number}. {_rich(q.prompt)}</legend>'
         button = f'<button type="button" class="sc-check">{html.escape(self.words["check"])}</button>'
         feedback = '<div class="sc-feedback" role="status" aria-live="polite"></div>'
         if isinstance(q, MultipleChoice):
-            order = list(range(len(q.choices)))
-            # shuffled, so that the right answer is not always first; seeded by the question, so a
-            # rebuild gives the same page
-            random.Random(hashlib.sha256(q.prompt.encode()).hexdigest()).shuffle(order)
+            # the wrong options shuffled (seeded by the question: a rebuild gives the same page), the
+            # right one at place ``rank mod n`` for the rank-th multiple-choice question of the block:
+            # never always first
+            wrong = [i for i, c in enumerate(q.choices) if not c.correct]
+            random.Random(hashlib.sha256(q.prompt.encode()).hexdigest()).shuffle(wrong)
+            right = next(i for i, c in enumerate(q.choices) if c.correct)
+            order = wrong[:]
+            order.insert(rank % len(q.choices), right)
             options = "".join(
                 f'<label><input type="radio" name="{qid}" value="{i}" data-correct="{int(q.choices[i].correct)}"> '
                 f'{_rich(q.choices[i].text)}<template>{_rich(q.choices[i].why)}</template></label>'
@@ -227,7 +232,10 @@ class SelfCheck:
 
     def _repr_html_(self) -> str:
         block = self._id()
-        questions = "".join(self._question(q, f"{block}-q{i + 1}", i + 1) for i, q in enumerate(self.questions))
+        ranks = [sum(isinstance(p, MultipleChoice) for p in self.questions[:i]) for i in range(len(self.questions))]
+        questions = "".join(
+            self._question(q, f"{block}-q{i + 1}", i + 1, ranks[i]) for i, q in enumerate(self.questions)
+        )
         js = _JS % {k: json.dumps(v) for k, v in {**self.words, "id": block}.items()}
         return (
             f'<section class="self-check-block" id="{block}" aria-label="{html.escape(self.title)}">'
