@@ -26,15 +26,6 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("POSVIZ_SITE", ROOT / "_build" / "html"))
 SHOTS = Path(os.environ.get("POSVIZ_SHOTS", ROOT / "screenshots"))
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 IGNORED_ERRORS = {
     # sphinx-thebe 0.3.1 declares `const THEBE_JS_URL` in two inline scripts on every page
     # (upstream bug; thebe itself only loads when a reader clicks "Live code").

@@ -41,14 +41,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = Path(os.environ.get("POSVIZ_SHOTS", ROOT / "screenshots")) / "jupyterlab"
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 WIDTHS = (1280, 1920)
 HEIGHT = 1000
 RUN_TIMEOUT_MS = 600_000  # Run All of one chapter (the learned chapter trains its models)

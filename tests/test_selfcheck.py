@@ -21,8 +21,6 @@ from posviz.selfcheck import Choice, MultipleChoice, Numeric, self_check
 ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("POSVIZ_SITE", ROOT / "_build" / "html"))
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run", "--disable-quic"]
 CHAPTERS = ["attention", "sinusoidal", "learned", "relative", "rope", "alibi", "extrapolation"]
 
 
