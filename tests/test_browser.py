@@ -98,7 +98,8 @@ class _Visit:
 
     def __init__(self, browser: object, url: str, *, phone: bool = False, dark: bool = False) -> None:
         self.foreign: list[str] = []
-        self.failed: list[str] = []
+        self._failures: list[tuple[str, str, str]] = []  # (failure, url, referer)
+        self._http_errors: list[str] = []
         self.errors: list[str] = []
         self.sizes: dict[str, int] = {}  # every response's body, by URL (a fresh context: a cold cache)
         self.documents: list[int] = []
@@ -118,17 +119,24 @@ class _Visit:
         self.page.goto(url, wait_until="load")
 
     def _request_failed(self, request: object) -> None:
-        # A page that redirects at once (index.html's <meta http-equiv="Refresh">) leaves its own
-        # requests (its favicon) to be cancelled by the navigation: net::ERR_ABORTED for a request
-        # whose document is no longer the page's. Anything else that fails is a failure.
-        referer = request.headers.get("referer", "")
-        if request.failure == "net::ERR_ABORTED" and referer and referer != self.page.url:
-            return
-        self.failed.append(f"{request.failure} {request.url}")
+        # A page that redirects at once (index.html's <meta http-equiv="Refresh">) has its own
+        # requests (its favicon) cancelled by the navigation it starts: net::ERR_ABORTED for a
+        # request from a document that is not the page's any more. Judged when read, once the
+        # page has settled; anything else that fails is a failure.
+        self._failures.append((request.failure, request.url, request.headers.get("referer", "")))
+
+    @property
+    def failed(self) -> list[str]:
+        here = self.page.url
+        return self._http_errors + [
+            f"{failure} {url}"
+            for failure, url, referer in self._failures
+            if not (failure == "net::ERR_ABORTED" and referer and referer != here)
+        ]
 
     def _response(self, response: object) -> None:
         if response.status >= 400:
-            self.failed.append(f"{response.status} {response.url}")
+            self._http_errors.append(f"{response.status} {response.url}")
             return
         try:
             size = len(response.body())
