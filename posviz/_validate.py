@@ -237,3 +237,18 @@ def check_fits_in_memory(
             f"length or fewer heads"
         )
     return need
+
+
+def check_qk(q: object, k: object, *, last: str = "d") -> tuple[torch.Tensor, torch.Tensor]:
+    """Queries ``[..., Lq, last]`` and keys ``[..., Lk, last]``: tensors with the same last dim, dtype and device."""
+    q = check_tensor("q", q, min_dim=2, shape_hint=f"[..., Lq, {last}]")
+    k = check_tensor("k", k, min_dim=2, shape_hint=f"[..., Lk, {last}]")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must have the same last dim, got q: {q.shape[-1]} and k: {k.shape[-1]}")
+    if q.dtype != k.dtype:
+        raise TypeError(f"q and k must have the same dtype, got q: {q.dtype} and k: {k.dtype}; cast one with .to()")
+    if q.device != k.device:
+        raise ValueError(
+            f"q and k must be on the same device, got q: {q.device} and k: {k.device}; move one with .to()"
+        )
+    return q, k

@@ -18,7 +18,7 @@ import math
 
 import torch
 
-from ._validate import check_fits_in_memory, check_real, check_tensor
+from ._validate import check_fits_in_memory, check_qk, check_real, check_tensor
 from .rope import apply_rope
 
 __all__ = ["attention", "attention_scores", "attention_weights", "causal_mask", "self_attention"]
@@ -32,20 +32,6 @@ def causal_mask(query_len: int, key_len: int, *, device: torch.device | str | No
     simply ``causal=True``.
     """
     return torch.ones(query_len, key_len, dtype=torch.bool, device=device).triu_(1)
-
-
-def _check_qk(q: object, k: object) -> tuple[torch.Tensor, torch.Tensor]:
-    q = check_tensor("q", q, min_dim=2, shape_hint="[..., Lq, d]")
-    k = check_tensor("k", k, min_dim=2, shape_hint="[..., Lk, d]")
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must have the same last dim, got q: {q.shape[-1]} and k: {k.shape[-1]}")
-    if q.dtype != k.dtype:
-        raise TypeError(f"q and k must have the same dtype, got q: {q.dtype} and k: {k.dtype}; cast one with .to()")
-    if q.device != k.device:
-        raise ValueError(
-            f"q and k must be on the same device, got q: {q.device} and k: {k.device}; move one with .to()"
-        )
-    return q, k
 
 
 def _check_bias(bias: object, q: torch.Tensor, k: torch.Tensor) -> tuple[tuple[int, ...], torch.Tensor | None]:
@@ -124,7 +110,7 @@ def attention_scores(
         causal: set the scores of future keys (``n > m``) to :math:`-\infty`.
         scale: multiplier :math:`s` of :math:`q_m^\top k_n` (default :math:`1/\sqrt{d}`).
     """
-    q, k = _check_qk(q, k)
+    q, k = check_qk(q, k)
     shape, bias = _check_bias(bias, q, k)
     return _scores(q, k, bias, causal, scale, shape)
 
@@ -155,7 +141,7 @@ def attention_weights(
     The weights of :func:`attention`, for drawing an attention map without values. Arguments as
     in :func:`attention_scores`. A row whose boolean mask hides every key is all zeros.
     """
-    q, k = _check_qk(q, k)
+    q, k = check_qk(q, k)
     return _weights(q, k, bias, causal, scale)
 
 
@@ -193,7 +179,7 @@ def attention(
     Returns:
         ``(output, weights)``: ``output`` is ``[..., Lq, dv]``, ``weights`` is ``[..., Lq, Lk]``.
     """
-    q, k = _check_qk(q, k)
+    q, k = check_qk(q, k)
     v = check_tensor("v", v, min_dim=2, shape_hint="[..., Lk, dv]")
     if v.shape[-2] != k.shape[-2]:
         raise ValueError(f"v must have as many rows as k (keys), got v: {v.shape[-2]} and k: {k.shape[-2]}")

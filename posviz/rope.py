@@ -36,6 +36,7 @@ from ._validate import (
     check_even_dim,
     check_fits_in_memory,
     check_positive,
+    check_qk,
     check_real,
     check_tensor,
     compute_dtype,
@@ -484,12 +485,7 @@ def rope_scores(
         layout: ``"interleaved"`` or ``"half"``.
         scale: a finite real multiplier.
     """
-    q = check_tensor("q", q, min_dim=2, shape_hint="[..., Lq, dim]")
-    k = check_tensor("k", k, min_dim=2, shape_hint="[..., Lk, dim]")
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must have the same last dim, got q: {q.shape[-1]} and k: {k.shape[-1]}")
-    if q.dtype != k.dtype:
-        raise TypeError(f"q and k must have the same dtype, got q: {q.dtype} and k: {k.dtype}; cast one with .to()")
+    q, k = check_qk(q, k, last="dim")
     scale = check_real("scale", scale)
     rq = apply_rope(q, q_positions, base, layout=layout)
     rk = apply_rope(k, k_positions, base, layout=layout)

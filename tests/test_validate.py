@@ -116,3 +116,13 @@ def test_memory_guard_refuses_before_allocating_and_names_the_fix(tmp_path, monk
 
 def test_memory_guard_has_no_opinion_on_devices_it_cannot_measure():
     assert check_fits_in_memory("x", (10**12,), torch.float32, torch.device("meta")) == 4 * 10**12
+
+
+@pytest.mark.parametrize("scores", ["rope_scores", "attention_scores"])
+def test_q_and_k_on_different_devices_name_both(scores: str) -> None:
+    """One check (``check_qk``) serves every function that takes queries and keys."""
+    fn = getattr(posviz, scores)
+    q = torch.randn(3, 4)
+    k = torch.randn(3, 4, device="meta")
+    with pytest.raises(ValueError, match=r"q and k must be on the same device, got q: cpu and k: meta"):
+        fn(q, k)
