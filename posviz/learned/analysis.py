@@ -34,6 +34,22 @@ def learned_table_parameters(max_len: int, dim: int) -> int:
     return check_int("max_len", max_len, minimum=1) * check_int("dim", dim, minimum=1)
 
 
+def _check_table(table: object, *, rows: int) -> None:
+    """A floating-point ``[L, d]`` tensor with ``L >= rows``."""
+    if not isinstance(table, torch.Tensor):
+        raise TypeError(f"table must be a torch.Tensor, got {type(table).__name__}")
+    if not table.is_floating_point():
+        raise TypeError(f"table must be a floating-point tensor, got {table.dtype}")
+    if table.dim() != 2 or table.shape[0] < rows:
+        least = f" with positions >= {rows}" if rows else ""
+        raise ValueError(f"table must have shape [positions, dim]{least}, got {list(table.shape)}")
+
+
+def _result_dtype(table: torch.Tensor) -> torch.dtype:
+    """float64 for a float64 table, else float32 (half-precision tables are read in float32)."""
+    return torch.float64 if table.dtype == torch.float64 else torch.float32
+
+
 def cosine_similarity_matrix(table: torch.Tensor) -> torch.Tensor:
     r"""Cosine similarity between every pair of rows of a position table, shape ``[L, L]``.
 
@@ -48,13 +64,8 @@ def cosine_similarity_matrix(table: torch.Tensor) -> torch.Tensor:
     Args:
         table: ``[L, d]`` floating-point tensor, one position vector :math:`p_m` per row.
     """
-    if not isinstance(table, torch.Tensor):
-        raise TypeError(f"table must be a torch.Tensor, got {type(table).__name__}")
-    if not table.is_floating_point():
-        raise TypeError(f"table must be a floating-point tensor, got {table.dtype}")
-    if table.dim() != 2:
-        raise ValueError(f"table must have shape [positions, dim], got {list(table.shape)}")
-    work = torch.float64 if table.dtype == torch.float64 else torch.float32
+    _check_table(table, rows=0)
+    work = _result_dtype(table)
     p = table.detach().to(work)  # [L, d]
     norm = p.norm(dim=-1, keepdim=True)  # ||p_m||, [L, 1]
     unit = torch.where(norm > 0, p / norm.clamp_min(torch.finfo(work).tiny), torch.zeros_like(p))  # [L, d]
@@ -78,17 +89,12 @@ def explained_variance(table: torch.Tensor) -> torch.Tensor:
     Args:
         table: ``[L, d]`` floating-point tensor, ``L >= 1``.
     """
-    if not isinstance(table, torch.Tensor):
-        raise TypeError(f"table must be a torch.Tensor, got {type(table).__name__}")
-    if not table.is_floating_point():
-        raise TypeError(f"table must be a floating-point tensor, got {table.dtype}")
-    if table.dim() != 2 or table.shape[0] == 0:
-        raise ValueError(f"table must have shape [positions, dim] with positions >= 1, got {list(table.shape)}")
+    _check_table(table, rows=1)
     p = table.detach().to(torch.float64)
     sigma = torch.linalg.svdvals(p - p.mean(0))  # singular values of the centred table
     power = sigma**2
     total = power.sum()
-    return (power / total if total > 0 else power).to(torch.float64 if table.dtype == torch.float64 else torch.float32)
+    return (power / total if total > 0 else power).to(_result_dtype(table))
 
 
 def principal_coordinates(table: torch.Tensor, k: int = 1) -> torch.Tensor:
@@ -107,19 +113,14 @@ def principal_coordinates(table: torch.Tensor, k: int = 1) -> torch.Tensor:
         table: ``[L, d]`` floating-point tensor, ``L >= 1``.
         k: how many directions, in ``[1, min(L, d)]``.
     """
-    if not isinstance(table, torch.Tensor):
-        raise TypeError(f"table must be a torch.Tensor, got {type(table).__name__}")
-    if not table.is_floating_point():
-        raise TypeError(f"table must be a floating-point tensor, got {table.dtype}")
-    if table.dim() != 2 or table.shape[0] == 0:
-        raise ValueError(f"table must have shape [positions, dim] with positions >= 1, got {list(table.shape)}")
+    _check_table(table, rows=1)
     k = check_int("k", k, minimum=1, maximum=min(table.shape))
     p = table.detach().to(torch.float64)
     centred = p - p.mean(0)  # [L, d]
     _, _, vh = torch.linalg.svd(centred, full_matrices=False)  # rows of vh: u_1, u_2, ...
     t = centred @ vh[:k].T  # t_mj, [L, k]
     t = t * torch.where(t[-1] >= t[0], 1.0, -1.0)  # sign: the last row is not below the first
-    return t.to(torch.float64 if table.dtype == torch.float64 else torch.float32)
+    return t.to(_result_dtype(table))
 
 
 def mean_by_offset(matrix: torch.Tensor) -> torch.Tensor:
