@@ -157,11 +157,13 @@ def test_serves_plotly_and_mathjax_locally_only_where_needed(tmp_path: Path, fak
     assert (static / "mathjax/startup.js").read_text() == "/* mathjax startup.js */"
     assert (static / "mathjax/output/chtml/fonts/woff-v2/MathJax_Zero.woff").exists()
     assert (static / "figures.js").read_text().startswith("window.POSVIZ_TEMPLATES = {")
+    assert (static / "page.js").exists() and (static / "page.css").exists()
 
     figure, math, index = ((out / f"{p}.html").read_text() for p in ("figure", "math", "index"))
     assert '<script src="_static/posviz/plotly-cartesian.min.js' in figure
     assert figure.index("plotly-cartesian.min.js") < figure.index("_static/posviz/figures.js")
     assert "plotly" not in math and "figures.js" not in index
+    assert all('src="_static/posviz/page.js' in page for page in (figure, math, index))  # every page
     assert 'src="_static/posviz/mathjax/startup.js' in math
     assert '"load": ["input/tex", "output/chtml", "a11y/assistive-mml"]' in math  # no 430 kB menu
     assert "mathjax" not in figure.lower()
@@ -250,3 +252,103 @@ def test_theme_without_font_awesome_script_and_with_a_named_search_field(tmp_pat
     assert fields and all("aria-label" not in b.split(">")[0] for b in fields)  # named by its visible text
     root = (tmp_path / "out").glob("*.html")
     assert all('role="doc-biblioentry"' not in p.read_text() for p in root)
+    # only the icon rules of icons the site shows stay in the theme's CSS
+    css = (tmp_path / "out/_static/styles/pydata-sphinx-theme.css").read_text()
+    assert ".fa-magnifying-glass:before{" in css and ".fa-500px:before{" not in css and ".fa-github:before{" not in css
+    assert len(css) < 330_000
+
+
+def _expand(value: object, root: dict) -> object:
+    """What the page script (figures.js) makes of a figure's compact storage, in Python."""
+    import base64
+
+    import numpy as np
+
+    types = {"i1": "<i1", "i2": "<i2", "i4": "<i4", "f8": "<f8", "u1": "<u1"}
+
+    def typed(spec: dict) -> np.ndarray:
+        array = np.frombuffer(base64.b64decode(spec["bdata"]), dtype=types[spec["dtype"]])
+        shape = [int(n) for n in str(spec.get("shape", "")).split(",") if n]
+        return array.reshape(shape) if shape else array
+
+    if isinstance(value, list):
+        return [_expand(v, root) for v in value]
+    if isinstance(value, dict):
+        if "posviz_decimals" in value:
+            ints, d = typed(value["ints"]), value["posviz_decimals"]
+            d = np.asarray(d) if isinstance(d, int) else typed(d).reshape(ints.shape)
+            return (ints.astype(np.float64) / np.power(10.0, d)).tolist()  # IEEE division, as in the page
+        if "bdata" in value:
+            return typed(value).astype(np.float64).tolist()
+        if "posviz_same" in value:
+            target = root
+            for key in value["posviz_same"]:
+                target = target[key]
+            return _expand(target, root)
+        return {k: _expand(v, root) for k, v in value.items()}
+    return value
+
+
+def _stored(html: str) -> dict:
+    """The data and layout a figure's HTML hands to Plotly.newPlot."""
+    decoder = json.JSONDecoder()
+    start = html.index("Plotly.newPlot(")
+    start = html.index("[", start)
+    data, end = decoder.raw_decode(html, start)
+    layout, _ = decoder.raw_decode(html, html.index("{", end))
+    return {"data": data, "layout": layout}
+
+
+def test_compact_storage_gives_back_the_numbers_or_what_the_figure_shows_of_them() -> None:
+    import numpy as np
+
+    from posviz.plots import slider_figure
+
+    rng = np.random.default_rng(1)
+    exact = rng.normal(size=(3, 7, 4))  # shown by plotly's default hover: every digit kept
+    shown = rng.normal(size=(3, 7, 4)) * 5  # %{z:.2f}
+    small = rng.lognormal(sigma=5, size=(3, 30))  # %{y:.3g} and %{y:.1%}
+    ints = rng.integers(-300, 300, size=(3, 25))  # integers stay integers
+    steps = [
+        (
+            str(k),
+            [
+                go.Heatmap(z=exact[k]),
+                go.Heatmap(z=shown[k], hovertemplate="z = %{z:.2f}<extra></extra>"),
+                go.Scatter(y=small[k], hovertemplate="%{y:.3g} (%{y:.1%})"),
+                go.Scatter(y=ints[k], hovertemplate="%{y}"),
+                go.Scatter(y=np.round(exact[0, 0], 2), hovertemplate="%{y}"),  # the same in every step
+            ],
+        )
+        for k in range(3)
+    ]
+    fig = json.loads(slider_figure(steps, slider_label="k", active=1).to_json())
+    html = plotly_html(fig, "k")
+    assert len(html) < 0.5 * len(json.dumps(fig))
+    stored = _stored(html)
+    expanded = _expand(stored, stored)
+    states = [expanded["layout"]["sliders"][0]["steps"][k]["args"][0] for k in range(3)]
+    for k, state in enumerate(states):
+        z, y = state["z"], state["y"]
+        assert z[0] == exact[k].tolist() and y[3] == ints[k].tolist()  # exactly
+        assert [f"{v:.2f}" for v in np.ravel(z[1])] == [f"{v:.2f}" for v in shown[k].ravel()]
+        assert [float(f"{v:.3g}") for v in y[2]] == [float(f"{v:.3g}") for v in small[k]]
+        assert [f"{100 * v:.1f}" for v in y[2]] == [f"{100 * v:.1f}" for v in small[k]]
+    data = expanded["data"]
+    assert [data[0]["z"], data[1]["z"], data[2]["y"], data[3]["y"]] == [
+        states[1]["z"][0],
+        states[1]["z"][1],
+        states[1]["y"][2],
+        states[1]["y"][3],
+    ]
+    assert data[4]["y"] == np.round(exact[0, 0], 2).tolist()
+    assert '"posviz_same"' in html  # the state the figure opens with is stored once
+
+
+def test_hidden_code_cells_are_named_by_their_visible_text(tmp_path: Path, fake_mathjax: Path) -> None:
+    from posviz.sphinxext._assets import _HIDDEN_CELL_LABEL, _page_context
+
+    body = f'<details class="hide">{_HIDDEN_CELL_LABEL}<p class="collapsed">Show code cell content</p></summary>'
+    context = {"body": body}
+    _page_context(SimpleNamespace(builder=None), "p", "page.html", context, None)
+    assert "aria-label" not in context["body"] and "<summary><p" in context["body"]

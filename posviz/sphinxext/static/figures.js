@@ -37,8 +37,78 @@
     return obj;
   }
 
+  /* A deep copy (as JSON would make it, but typed arrays stay typed arrays). */
   function copy(value) {
-    return value === undefined ? null : JSON.parse(JSON.stringify(value));
+    if (value === undefined) return null;
+    if (value === null || typeof value !== "object") return value;
+    if (ArrayBuffer.isView(value)) return value.slice();
+    if (Array.isArray(value)) return value.map(copy);
+    var out = {};
+    Object.keys(value).forEach(function (k) {
+      if (value[k] !== undefined && typeof value[k] !== "function") out[k] = copy(value[k]);
+    });
+    return out;
+  }
+
+  /* The page stores figures compactly (posviz.sphinxext._mime): {"posviz_decimals": d, "ints":
+   * typed array} holds the numbers ints[i] / 10**d (d one number, or one per value), and
+   * {"posviz_same": path} the value stored earlier at path in {data, layout}; plotly's own typed
+ * arrays ({"dtype", "bdata", "shape"}) are decoded here too. Expanded here,
+   * before plotly.js reads the figure; a division by an exact power of ten gives back the same
+   * double as the decimal number. */
+  var POWERS = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22];
+  var TYPED = { i1: Int8Array, u1: Uint8Array, i2: Int16Array, u2: Uint16Array, i4: Int32Array,
+    u4: Uint32Array, f4: Float32Array, f8: Float64Array };
+
+  function typedArray(spec) {
+    var text = atob(spec.bdata);
+    var bytes = new Uint8Array(text.length);
+    for (var i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+    return new TYPED[spec.dtype](bytes.buffer);
+  }
+
+  function shaped(values, shapeText) {
+    var shape = String(shapeText || "").split(",").filter(Boolean).map(Number);
+    if (shape.length !== 2) return values;
+    var rows = [];
+    for (var r = 0; r < shape[0]; r++) rows.push(values.subarray(r * shape[1], (r + 1) * shape[1]));
+    return rows;
+  }
+
+  function decimalArray(spec) {
+    var ints = typedArray(spec.ints);
+    var dec = spec.posviz_decimals;
+    var out = new Float64Array(ints.length);
+    var i;
+    if (typeof dec === "number") {
+      for (i = 0; i < ints.length; i++) out[i] = ints[i] / POWERS[dec];
+    } else {
+      var d = typedArray(dec);
+      for (i = 0; i < ints.length; i++) out[i] = ints[i] / POWERS[d[i]];
+    }
+    return shaped(out, spec.ints.shape);
+  }
+
+  function expand(value, root) {
+    if (value === null || typeof value !== "object" || ArrayBuffer.isView(value)) return value;
+    if (Array.isArray(value)) {
+      for (var i = 0; i < value.length; i++) value[i] = expand(value[i], root);
+      return value;
+    }
+    if ("posviz_decimals" in value && "ints" in value) return decimalArray(value);
+    if (typeof value.bdata === "string" && TYPED[value.dtype]) return shaped(typedArray(value), value.shape);
+    if (Array.isArray(value.posviz_same)) {
+      var target = root;
+      value.posviz_same.forEach(function (key) {
+        target = target === undefined || target === null ? undefined : target[key];
+      });
+      return target; // stored earlier, so expanded already
+    }
+    Object.keys(value).forEach(function (k) {
+      value[k] = expand(value[k], root);
+    });
+    return value;
   }
 
   /* The figure as it was before any adaptation: current value, unless an adaptation replaced it. */
@@ -465,10 +535,17 @@
   var newPlot = Plotly.newPlot;
   Plotly.newPlot = function (gd, data, layout) {
     var el = typeof gd === "string" ? document.getElementById(gd) : gd;
+    var args = Array.prototype.slice.call(arguments);
+    if (Array.isArray(data)) {
+      var root = { data: data, layout: layout || {} };
+      expand(root, root);
+      args[1] = data = root.data;
+      args[2] = layout = root.layout;
+    }
     // A figure that names a shared template (data-posviz-template) does not carry it.
     var name = el && el.dataset ? el.dataset.posvizTemplate : null;
     if (name && TEMPLATES[name] && layout && !layout.template) layout.template = TEMPLATES[name];
-    var result = newPlot.apply(this, arguments);
+    var result = newPlot.apply(this, args);
     if (!el) return result;
     return Promise.resolve(result).then(function (drawn) {
       if (!el.__posviz) {
