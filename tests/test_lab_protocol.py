@@ -415,7 +415,7 @@ def test_publish_refuses_anything_but_the_full_configuration(tmp_path, monkeypat
     target = tmp_path / "published" / "extrapolation.json"
     monkeypatch.setattr(lab_results, "PUBLISHED", target)
     ran = []
-    monkeypatch.setattr(lab_experiment, "run_experiment", lambda cfg, progress=True: ran.append(cfg) or searched)
+    monkeypatch.setattr(lab_experiment, "run_experiment", lambda cfg, progress=True, **kw: ran.append(cfg) or searched)
     monkeypatch.chdir(tmp_path)
     for args in (["--steps", "2"], ["--methods", "alibi"], ["--seeds", "0"], ["--train-len", "32"], ["--quick"]):
         assert main([*args, "--publish", "--no-progress", "--device", "cpu"]) == 2, args
@@ -432,7 +432,9 @@ def test_cli_device_default_is_the_labs_own_choice(monkeypatch, tmp_path):
     from posviz.lab.cli import main
 
     seen = []
-    monkeypatch.setattr(lab_experiment, "run_experiment", lambda cfg, progress=True: seen.append(cfg.device) or {})
+    monkeypatch.setattr(
+        lab_experiment, "run_experiment", lambda cfg, progress=True, **kw: seen.append(cfg.device) or {}
+    )
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(ValueError, match="schema"):  # {} is no results file: stop after the run
         main(["--quick", "--no-progress", "--out", str(tmp_path)])

@@ -34,7 +34,7 @@ def test_deterministic_restores_the_callers_setting():
 def test_run_experiment_restores_determinism_and_the_global_generator(monkeypatch):
     seen = {}
 
-    def fake_run(cfg, *, progress):
+    def fake_run(cfg, *, progress, **runtime):
         seen["deterministic"] = torch.are_deterministic_algorithms_enabled()
         seed_everything(123)  # what a run does
         return {"ok": True}

@@ -19,8 +19,15 @@ per-seed perplexity is compared with the baseline's (``none``) of the same seed.
 
 Run it::
 
-    python -m posviz.lab --quick                  # about 6 minutes on one (busy) CPU core
+    python -m posviz.lab --quick --threads 1      # a smaller run: its measured time is in --help
     python -m posviz.lab --threads 1 --publish    # full: 3 seeds, d=128, 3 layers, 400 steps, lr search
+    python -m posviz.lab --preset gpu             # one GPU, about 10 minutes (an estimate)
+    torchrun --standalone --nproc_per_node=8 -m posviz.lab --preset gpu   # several GPUs (DDP)
+
+Under torchrun each process trains on its shard of every batch (DistributedDataParallel, gloo on
+the CPU, nccl on CUDA) and evaluates its share of the windows; the numbers are those of one process
+up to floating-point rounding (``posviz.lab.distributed``). ``--corpus FILE``, the model and
+optimiser flags, ``--checkpoint-every``/``--resume``: see ``posviz.lab.cli``.
 
 The full run the book shows ships inside the package (``posviz/lab/published/extrapolation.json``):
 :func:`load_published` reads it, ``--publish`` rewrites it (see ``posviz.lab.cli``; it refuses
@@ -28,6 +35,7 @@ any configuration but the full one).
 
 Modules: ``posviz.lab.data`` (corpus, splits, overlap, windows), ``posviz.lab.model`` (the
 model and the position plug-ins), ``posviz.lab.train``, ``posviz.lab.evaluate``,
+``posviz.lab.distributed`` (processes, bf16, SDPA),
 ``posviz.lab.memory``, ``posviz.lab.experiment`` (presets, protocol and the loop),
 ``posviz.lab.results`` (aggregation, paired differences, schema, I/O), ``posviz.lab.figures``
 (Plotly), ``posviz.lab.cli``.
@@ -45,8 +53,12 @@ reason in ``cannot_run`` (never a number)::
         "eval_lengths": [int], "model": {GPTConfig fields but method}, "train": {TrainConfig fields},
         "eval_tokens_per_batch": int, "eval_max_tokens": int | null, "validation_max_tokens": int | null,
         "position_lr_grid": [float], "baseline": str, "device": str,
-        "mode": "full" | "quick", "checkpoint_dir": str | null},
+        "mode": "full" | "quick" | "gpu", "checkpoint_dir": str | null,
+        # optional (absent from runs before issue #14; defaults in brackets):
+        "corpus": str | null [null: pydoc], "world_size": int [1], "precision": "fp32" | "bf16" ["fp32"],
+        "attention": "posviz" | "sdpa" ["posviz"], "compile": bool [false], "checkpoint_every": int [0]},
       "data": {"source", "python" (sys.version), "tokenization", "n_chars", "n_tokens",
+               # --corpus FILE: "blocks": {"train" | "validation" | "heldout": [start, end]} (bytes) instead of "topics"
                "heldout_fraction", "validation_fraction",
                "topics": {"train" | "validation" | "heldout": [str]},
                "n_train_tokens", "n_validation_tokens", "n_heldout_tokens",
@@ -59,7 +71,8 @@ reason in ``cannot_run`` (never a number)::
                            "validation_ngrams_in_heldout": 0.0},      # measured on the scored windows
                "sha256": {"text", "train", "validation", "heldout"}},  # hex SHA-256 of the UTF-8 bytes
       "machine": {"platform", "python", "cpu", "cpu_count", "cpus_usable", "torch", "torch_threads",
-                  "device", "gpu", "load_average_at_start"},
+                  "device", "gpu", "load_average_at_start",
+                  "world_size", "distributed_backend": "gloo" | "nccl" | null},   # optional, as above
       "train_len": int, "eval_lengths": [int],
       "method_order": [str],           # display order
       "methods": {
@@ -68,6 +81,7 @@ reason in ``cannot_run`` (never a number)::
           "trained_as": str,           # NAME, or "rope" for rope-pi / rope-ntk (same weights, no retraining)
           "rope_scaling": "pi" | "ntk" | null,
           "params": int,
+          "attention": "posviz" | "sdpa",   # optional: the attention path the method ran
           "max_length": int | null,    # learned: rows in the table
           "position_lr_mult": float | null,   # chosen multiplier (null: no position parameters)
           "lr_search": [{"position_lr_mult", "seed", "validation_loss", "final_train_loss",
@@ -109,7 +123,7 @@ mean is no larger than their standard deviation (:func:`inside_spread`). Read a 
 :func:`cost_figure` and :func:`inference_at_length_figure`.
 """
 
-from .experiment import LabConfig, full_config, quick_config, run_experiment
+from .experiment import PRESETS, LabConfig, full_config, gpu_config, quick_config, run_experiment
 from .figures import (
     cost_figure,
     inference_at_length_figure,
@@ -141,6 +155,7 @@ __all__ = [
     "ALL_METHODS",
     "GPT",
     "METHODS",
+    "PRESETS",
     "PUBLISHED",
     "ROPE_VARIANTS",
     "GPTConfig",
@@ -149,6 +164,7 @@ __all__ = [
     "cost_table",
     "format_tables",
     "full_config",
+    "gpu_config",
     "inference_at_length_figure",
     "inside_spread",
     "load_previous",

@@ -2,14 +2,31 @@
 
 Examples::
 
-    python -m posviz.lab --quick                  # ~6 minutes on one busy CPU core -> results/extrapolation-quick/
+    python -m posviz.lab --quick --threads 1      # ~1.5 min of one busy CPU core -> results/extrapolation-quick/
     python -m posviz.lab --threads 1 --publish    # the full run the book shows (30 runs; 81 min, 1 busy thread)
     python -m posviz.lab --methods rope alibi --seeds 0 1 --train-len 32 --out /tmp/lab
     python -m posviz.lab --replot --out /tmp/lab  # redraw the HTML from /tmp/lab/results.json
 
+Bigger runs, no code to edit::
+
+    python -m posviz.lab --preset gpu --out runs/gpu                       # one GPU, ~10 min (estimate)
+    torchrun --standalone --nproc_per_node=8 -m posviz.lab --preset gpu --out runs/gpu8
+    torchrun --nnodes=2 --nproc_per_node=8 --rdzv-backend=c10d --rdzv-endpoint=HOST:29500 \\
+        --rdzv-id=lab -m posviz.lab --preset gpu --out runs/gpu16             # on each machine
+    python -m posviz.lab --preset gpu --corpus book.txt --d-model 512 --layers 8 --heads 8 \\
+        --checkpoint-every 200 --out runs/big        # later, after an interruption: the same line + --resume
+
+Under torchrun every process trains on its shard of each global batch (DistributedDataParallel:
+gloo on the CPU, nccl on CUDA, one GPU per process) and evaluates its share of the held-out
+windows; only rank 0 shows progress and writes files. ``--batch-size`` must be divisible by the
+number of processes. On CUDA the forward passes run under bf16 autocast with PyTorch's fused
+attention where a method allows (``--precision``, ``--attention``); on the CPU the defaults are
+float32 and :func:`posviz.attention`, the path of the published numbers.
+
 ``--publish`` refuses anything but the full configuration (:func:`posviz.lab.experiment.check_publishable`:
-only ``--device``, ``--threads``, ``--checkpoints``, ``--out`` and the display options may be
-given) and writes the results JSON into the package, ``posviz/lab/published/extrapolation.json``
+only ``--device``, ``--threads``, ``--checkpoints``, ``--out``, how the run executes (processes,
+precision, attention kernel, compile, checkpoints) and the display options may be given) and
+writes the results JSON into the package, ``posviz/lab/published/extrapolation.json``
 (:data:`posviz.lab.results.PUBLISHED`, read by :func:`posviz.lab.load_published`): the one copy
 the book and the installed package use. It writes HTML figures only when ``--out`` is given.
 Without ``--publish`` the JSON and the HTML figures go to ``--out`` (default
@@ -34,20 +51,51 @@ def _methods(text: str) -> list[str]:
     return [m for m in text.replace(",", " ").split() if m]
 
 
+def _positive(kind: type):
+    def parse(text: str):
+        value = kind(text)
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+
+    return parse
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from .experiment import PRESETS
     from .model import ALL_METHODS
 
     p = argparse.ArgumentParser(
         prog="python -m posviz.lab",
         description="Train small byte-level language models at one length with each position method, "
-        "evaluate held-out perplexity at 1x-16x that length, and measure cost.",
+        "evaluate held-out perplexity at 1x-16x that length, and measure cost. Under torchrun "
+        "(torchrun --standalone --nproc_per_node=N -m posviz.lab ...) each process trains on its shard of "
+        "every batch (DistributedDataParallel: gloo on CPU, nccl on CUDA); only rank 0 writes.",
     )
-    p.add_argument(
+    run = p.add_argument_group("what to run")
+    run.add_argument(
         "--quick",
         action="store_true",
-        help="small model, 250 steps, 2 seeds, no learning-rate search (~2 min on 2 CPU cores)",
+        help="the same as --preset quick: trained at 32 bytes, evaluated at 32-512, d=64, 2 layers, 150 steps, "
+        "2 seeds, no learning-rate search (measured: 1.5 min wall, 1.1 min CPU with --threads 1 on a busy "
+        "shared 2-core machine)",
     )
-    p.add_argument(
+    run.add_argument(
+        "--preset",
+        choices=tuple(PRESETS),
+        default=None,
+        help="full (default: the published run, d=128, 3 layers, 400 steps, 3 seeds, lr search; 81 min of one "
+        "busy CPU thread); quick (see --quick); gpu (one modern GPU in about 10 min, an estimate: trained at "
+        "256 bytes, evaluated to 4096, d=384, 6 layers, 10.7M parameters, 2000 steps of 64 windows, 1 seed)",
+    )
+    run.add_argument(
         "--methods",
         nargs="+",
         type=_methods,
@@ -55,56 +103,167 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="METHOD",
         help=f"methods to run (default: all): {' '.join(ALL_METHODS)}",
     )
-    p.add_argument("--seeds", nargs="+", type=int, default=None, help="seeds (default: 0 1 2; quick: 0 1)")
-    p.add_argument("--train-len", type=int, default=64, help="training length in tokens (default 64)")
-    p.add_argument(
+    run.add_argument("--seeds", nargs="+", type=int, default=None, help="seeds (default: 0 1 2; quick: 0 1; gpu: 0)")
+    run.add_argument(
+        "--train-len", type=int, default=None, help="training length in bytes (default 64; quick 32; gpu 256)"
+    )
+    run.add_argument(
         "--eval-multipliers",
         nargs="+",
         type=int,
         default=None,
         help="evaluation lengths as multiples of --train-len (default 1 2 4 8 16)",
     )
-    p.add_argument("--steps", type=int, default=None, help="override the number of training steps")
-    p.add_argument(
+    run.add_argument(
+        "--eval-max-tokens",
+        type=_positive(int),
+        default=None,
+        help="cap on the held-out tokens scored at every length (default: all; quick 4096)",
+    )
+    run.add_argument(
+        "--corpus",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="train and evaluate on this UTF-8 text file instead of the Python documentation (bytes, vocabulary "
+        "256). The pydoc topics are split by topic; a file is split into contiguous blocks: first 85%% train, "
+        "next 5%% validation, last 10%% held-out, with repeated 64-byte strings kept out of training. Its "
+        "SHA-256 goes into the results",
+    )
+    model = p.add_argument_group("model and optimisation (override the preset)")
+    model.add_argument("--d-model", type=_positive(int), default=None, help="model width (default 128; quick 64)")
+    model.add_argument("--layers", type=_positive(int), default=None, help="Transformer blocks (default 3; quick 2)")
+    model.add_argument(
+        "--heads", type=_positive(int), default=None, help="attention heads; must divide --d-model into an even size"
+    )
+    model.add_argument("--steps", type=_positive(int), default=None, help="training steps")
+    model.add_argument(
+        "--batch-size",
+        type=_positive(int),
+        default=None,
+        help="windows per step, all processes together (default 32); divisible by the number of processes",
+    )
+    model.add_argument("--lr", type=_positive(float), default=None, help="peak learning rate (default 2e-3)")
+    model.add_argument(
+        "--warmup", type=_non_negative, default=None, help="warm-up steps (default: a tenth of --steps)"
+    )
+    hw = p.add_argument_group("how to run")
+    hw.add_argument(
         "--device",
         default=None,
         help="torch device (default: cuda when torch.cuda.is_available(), else cpu; chosen here, not by "
-        "posviz.default_device)",
+        "posviz.default_device; under torchrun on CUDA each process takes cuda:LOCAL_RANK)",
     )
-    p.add_argument(
+    hw.add_argument(
         "--threads",
         type=int,
         default=None,
         help="torch.set_num_threads (default: torch's choice). Use 1 on a shared machine: with 2 threads "
         "on 2 busy cores training slowed down ~10x; results are identical for the same thread count",
     )
-    p.add_argument(
+    hw.add_argument(
+        "--precision",
+        choices=("auto", "fp32", "bf16"),
+        default="auto",
+        help="auto (default): bf16 autocast on CUDA, fp32 on the CPU",
+    )
+    hw.add_argument(
+        "--attention",
+        choices=("auto", "posviz", "sdpa"),
+        default="auto",
+        help="auto (default): torch's scaled_dot_product_attention on CUDA (bias as float mask; Shaw keeps "
+        "posviz.attention), posviz.attention on the CPU (the published path)",
+    )
+    hw.add_argument("--compile", action="store_true", help="torch.compile the training forward (CUDA)")
+    hw.add_argument(
+        "--checkpoint-every",
+        type=_non_negative,
+        default=0,
+        metavar="N",
+        help="save every training run's full state every N steps under OUT/checkpoints/state (0: never)",
+    )
+    hw.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on from the states under OUT/checkpoints/state (same flags as the interrupted run, "
+        "with --checkpoint-every); finished runs are evaluated again, not retrained",
+    )
+    out = p.add_argument_group("output")
+    out.add_argument(
         "--out",
         type=Path,
         default=None,
         help="output folder for results.json and the HTML figures (default results/extrapolation-full, "
-        "or results/extrapolation-quick with --quick; with --publish: no folder unless given)",
+        "or results/extrapolation-quick with --quick, results/extrapolation-gpu with --preset gpu; "
+        "with --publish: no folder unless given)",
     )
-    p.add_argument(
+    out.add_argument(
         "--publish",
         action="store_true",
         help="full runs only: write the results JSON into the package (posviz/lab/published/"
         "extrapolation.json), the copy the book shows; with --replot: redraw from that copy",
     )
-    p.add_argument(
+    out.add_argument(
         "--plotlyjs",
         choices=("inline", "cdn"),
         default="inline",
         help="HTML figures embed plotly.js (default: ~4.7 MB each, open offline) or load it from a CDN",
     )
-    p.add_argument("--checkpoints", action="store_true", help="also save every trained model under OUT/checkpoints")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument(
+    out.add_argument("--checkpoints", action="store_true", help="also save every trained model under OUT/checkpoints")
+    out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    out.add_argument(
         "--replot",
         action="store_true",
         help="run nothing: redraw the HTML figures (and print the tables) from OUT/results.json",
     )
     return p
+
+
+def _overrides(args: argparse.Namespace, base: object) -> dict:
+    """LabConfig overrides from the command line, checked with errors that name the flags."""
+    from .train import TrainConfig
+
+    overrides: dict = {}
+    if args.train_len is not None:
+        if args.train_len < 2:
+            raise ValueError(f"--train-len must be >= 2, got {args.train_len}")
+        overrides["train_len"] = args.train_len
+    if args.methods is not None:
+        overrides["methods"] = [m for group in args.methods for m in group]
+    if args.seeds is not None:
+        overrides["seeds"] = args.seeds
+    if args.eval_multipliers is not None:
+        overrides["eval_multipliers"] = args.eval_multipliers
+    if args.eval_max_tokens is not None:
+        overrides["eval_max_tokens"] = args.eval_max_tokens
+    if args.corpus is not None:
+        overrides["corpus"] = str(args.corpus)
+    model = dict(base.model)  # type: ignore[attr-defined]
+    for flag, key in (("d_model", "n_embd"), ("layers", "n_layer"), ("heads", "n_head")):
+        if getattr(args, flag) is not None:
+            model[key] = getattr(args, flag)
+    if model["n_embd"] % model["n_head"]:
+        raise ValueError(f"--heads {model['n_head']} must divide --d-model {model['n_embd']}")
+    if (model["n_embd"] // model["n_head"]) % 2:
+        raise ValueError(
+            f"the head size --d-model/--heads = {model['n_embd']}/{model['n_head']} = "
+            f"{model['n_embd'] // model['n_head']} must be even (RoPE rotates pairs of coordinates)"
+        )
+    overrides["model"] = model
+    t = base.train.to_dict()  # type: ignore[attr-defined]
+    if args.steps is not None:
+        t["steps"] = args.steps
+        t["warmup_steps"] = min(t["warmup_steps"], max(1, args.steps // 10))
+    if args.batch_size is not None:
+        t["batch_size"] = args.batch_size
+    if args.lr is not None:
+        t["lr"] = args.lr
+    if args.warmup is not None:
+        if args.warmup >= t["steps"]:
+            raise ValueError(f"--warmup {args.warmup} must be smaller than --steps {t['steps']}")
+        t["warmup_steps"] = args.warmup
+    overrides["train"] = TrainConfig(**t)
+    return overrides
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -114,46 +273,55 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import torch
 
-    from .experiment import check_publishable, full_config, quick_config
+    from .distributed import env_world, init_distributed, shutdown_distributed
+    from .experiment import PRESETS, check_publishable
     from .figures import write_figures
     from .results import format_tables, save_results
-    from .train import TrainConfig
 
+    world_size, rank, _ = env_world()
+
+    def fail(message: str) -> int:
+        if rank == 0:
+            print(f"error: {message}", file=sys.stderr)
+        return 2
+
+    if args.quick and args.preset not in (None, "quick"):
+        return fail(f"--quick is --preset quick; it contradicts --preset {args.preset}")
+    preset = "quick" if args.quick else (args.preset or "full")
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    overrides: dict = {"train_len": args.train_len, "device": str(device)}
-    if args.methods is not None:
-        overrides["methods"] = [m for group in args.methods for m in group]
-    if args.seeds is not None:
-        overrides["seeds"] = args.seeds
-    if args.eval_multipliers is not None:
-        overrides["eval_multipliers"] = args.eval_multipliers
-    make = quick_config if args.quick else full_config
+    cuda = torch.device(device).type == "cuda"
+    if cuda and not torch.cuda.is_available():
+        return fail(f"--device {device}: torch.cuda.is_available() is False on this machine")
+    precision = args.precision if args.precision != "auto" else ("bf16" if cuda else "fp32")
+    attention = args.attention if args.attention != "auto" else ("sdpa" if cuda else "posviz")
+    if args.resume and not args.checkpoint_every:
+        return fail("--resume needs --checkpoint-every N (the same flags as the interrupted run)")
+    make = PRESETS[preset]
     try:
+        base = make()
+        overrides = _overrides(args, base)
+        overrides.update(
+            device=str(device), world_size=world_size, precision=precision, attention=attention, compile=args.compile
+        )
         cfg = make(**overrides)
-        if args.steps is not None:
-            t = cfg.train.to_dict()
-            t["steps"] = args.steps
-            t["warmup_steps"] = min(t["warmup_steps"], max(1, args.steps // 10))
-            cfg.train = TrainConfig(**t)
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    if args.publish and args.quick:
-        print("error: --publish takes a full run only (the book shows it); drop --quick", file=sys.stderr)
-        return 2
+    except (ValueError, TypeError) as err:
+        return fail(str(err))
+    if args.publish and preset != "full":
+        return fail("--publish takes a full run only (the book shows it); drop --quick / --preset")
     if args.publish and not args.replot:
         try:
             check_publishable(cfg)
         except ValueError as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
+            return fail(str(err))
     out = args.out
     if out is None and not args.publish:
-        out = Path("results/extrapolation-quick" if args.quick else "results/extrapolation-full")
+        out = Path(f"results/extrapolation-{preset}")
     plotlyjs: str | bool = True if args.plotlyjs == "inline" else "cdn"
     if args.replot:
+        if rank != 0:
+            return 0
         from .results import PUBLISHED, load_results
 
         source = PUBLISHED if args.publish else out / "results.json"
@@ -162,27 +330,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(format_tables(results))
         print(f"\nread {source}; wrote {', '.join(str(p) for p in html)}", file=sys.stderr)
         return 0
-    if args.checkpoints:
+    try:  # the data errors, before any process group starts
+        from .data import load_corpus, load_file_corpus, scored_tokens
+
+        corpus = load_file_corpus(cfg.corpus) if cfg.corpus is not None else load_corpus()
+        if scored_tokens(corpus.info["n_heldout_tokens"], max(cfg.eval_lengths), cfg.eval_max_tokens) == 0:
+            raise ValueError(
+                f"the held-out text ({corpus.info['n_heldout_tokens']} bytes) is shorter than the longest evaluation "
+                f"length {max(cfg.eval_lengths)} (--train-len x the largest --eval-multipliers)"
+            )
+    except ValueError as err:
+        return fail(str(err))
+    if args.checkpoints or args.checkpoint_every:
         cfg.checkpoint_dir = str((out or Path("results/extrapolation-full")) / "checkpoints")
+    cfg.checkpoint_every = args.checkpoint_every
 
-    print(
-        f"posviz.lab ({cfg.mode}): methods {cfg.reported_methods()}, seeds {cfg.seeds}, train length "
-        f"{cfg.train_len}, eval lengths {cfg.eval_lengths}, device {cfg.device}, "
-        f"{torch.get_num_threads()} threads",
-        file=sys.stderr,
-    )
-    t0 = time.perf_counter()
-    from .experiment import run_experiment
+    runtime = init_distributed(device)
+    try:
+        if runtime.is_main:
+            print(
+                f"posviz.lab ({cfg.mode}): methods {cfg.reported_methods()}, seeds {cfg.seeds}, train length "
+                f"{cfg.train_len}, eval lengths {cfg.eval_lengths}, device {runtime.device}, "
+                f"{runtime.world_size} process(es), {cfg.precision}, attention {cfg.attention}, "
+                f"{torch.get_num_threads()} threads",
+                file=sys.stderr,
+            )
+        t0 = time.perf_counter()
+        from .experiment import run_experiment
 
-    results = run_experiment(cfg, progress=not args.no_progress)
-    written = []
-    if args.publish:
-        from .results import PUBLISHED
+        results = run_experiment(cfg, progress=not args.no_progress, runtime=runtime, resume=args.resume)
+        if not runtime.is_main:
+            return 0
+        written = []
+        if args.publish:
+            from .results import PUBLISHED
 
-        written.append(save_results(results, PUBLISHED))
-    if out is not None:
-        written.append(save_results(results, out / "results.json"))
-        written += write_figures(results, out, include_plotlyjs=plotlyjs)
-    print(format_tables(results))
-    print(f"\nwrote {', '.join(str(p) for p in written)} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    return 0
+            written.append(save_results(results, PUBLISHED))
+        if out is not None:
+            written.append(save_results(results, out / "results.json"))
+            written += write_figures(results, out, include_plotlyjs=plotlyjs)
+        print(format_tables(results))
+        print(
+            f"\nwrote {', '.join(str(p) for p in written)} in {time.perf_counter() - t0:.0f} s", file=sys.stderr
+        )
+        return 0
+    finally:
+        shutdown_distributed()

@@ -22,6 +22,12 @@ validation windows with a tainted byte are dropped, so neither the model nor the
 choice ever sees a 64-byte string of the held-out text. :func:`load_corpus` records, in
 ``info["overlap"]``, how much overlap there was before this and that none is left after it.
 
+**Your own text** (:func:`load_file_corpus`, ``python -m posviz.lab --corpus FILE``): any UTF-8
+file, as bytes, split into **contiguous blocks**: the first 85% of the bytes train, the next 5%
+validate, the last 10% are held out (the same fractions). Contiguous blocks keep held-out text
+away from the text it continues; the same 64-byte overlap check then removes any repeated string
+(licence headers, boilerplate) from training and validation. The file's SHA-256 is recorded.
+
 Evaluation windows (:func:`eval_windows`) are **non-overlapping**: window :math:`w` of length
 :math:`L` predicts tokens :math:`x_{wL+1} \dots x_{wL+L}` from :math:`x_{wL} \dots x_{wL+L-1}`,
 and the loss is averaged over every token of every window (the ALiBi paper's "nonoverlapping"
@@ -34,8 +40,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
@@ -45,6 +53,7 @@ __all__ = [
     "allowed_starts",
     "eval_windows",
     "load_corpus",
+    "load_file_corpus",
     "load_text",
     "load_topics",
     "ngram_set",
@@ -197,11 +206,6 @@ class Corpus:
         return window[:, :-1], window[:, 1:]
 
 
-def _tokens(text: str) -> torch.Tensor:
-    raw = text.encode("utf-8")
-    return torch.frombuffer(bytearray(raw), dtype=torch.uint8).long() if raw else torch.zeros(0, dtype=torch.long)
-
-
 @functools.lru_cache(maxsize=4)
 def load_corpus(heldout_fraction: float = 0.1, validation_fraction: float = 0.05) -> Corpus:
     """Split the topics (:func:`split_topics`), encode each split, and measure the verbatim overlap.
@@ -210,8 +214,24 @@ def load_corpus(heldout_fraction: float = 0.1, validation_fraction: float = 0.05
     topics = load_topics()
     splits = split_topics(topics, heldout_fraction, validation_fraction)
     texts = {name: "".join(topics[k] for k in keys) for name, keys in splits.items()}
-    tokens = {name: _tokens(text) for name, text in texts.items()}
     raw_all = load_text().encode("utf-8")
+    info = {
+        "source": "pydoc_data.topics.topics, split by clusters of topics sharing 64-byte strings "
+        "(SHA-256 order), UTF-8 bytes",
+        "python": sys.version,
+        "tokenization": "bytes (vocab 256)",
+        "n_chars": len(load_text()),
+        "n_tokens": len(raw_all),
+        "heldout_fraction": heldout_fraction,
+        "validation_fraction": validation_fraction,
+        "topics": splits,
+    }
+    return _build_corpus({k: v.encode("utf-8") for k, v in texts.items()}, raw_all, info)
+
+
+def _build_corpus(raw: dict[str, bytes], raw_all: bytes, info: dict) -> Corpus:
+    """Tokens of the three splits, the taint masks and the overlap and SHA-256 records."""
+    tokens = {name: _tokens_of(data) for name, data in raw.items()}
     held_grams = ngram_set(tokens["heldout"])
     train_tainted = tainted_bytes(tokens["train"], held_grams)
     val_tainted = tainted_bytes(tokens["validation"], held_grams)
@@ -225,24 +245,16 @@ def load_corpus(heldout_fraction: float = 0.1, validation_fraction: float = 0.05
         "training_windows_with_heldout_ngram": 0.0,  # by construction: only untainted windows are drawn
     }
     info = {
-        "source": "pydoc_data.topics.topics, split by clusters of topics sharing 64-byte strings "
-        "(SHA-256 order), UTF-8 bytes",
-        "python": sys.version,
-        "tokenization": "bytes (vocab 256)",
-        "n_chars": len(load_text()),
-        "n_tokens": len(raw_all),
-        "heldout_fraction": heldout_fraction,
-        "validation_fraction": validation_fraction,
-        "topics": splits,
+        **info,
         "n_train_tokens": len(tokens["train"]),
         "n_validation_tokens": len(tokens["validation"]),
         "n_heldout_tokens": len(tokens["heldout"]),
         "overlap": overlap,
         "sha256": {
             "text": _sha256(raw_all),
-            "train": _sha256(texts["train"].encode("utf-8")),
-            "validation": _sha256(texts["validation"].encode("utf-8")),
-            "heldout": _sha256(texts["heldout"].encode("utf-8")),
+            "train": _sha256(raw["train"]),
+            "validation": _sha256(raw["validation"]),
+            "heldout": _sha256(raw["heldout"]),
         },
     }
     return Corpus(
@@ -253,6 +265,61 @@ def load_corpus(heldout_fraction: float = 0.1, validation_fraction: float = 0.05
         train_tainted=train_tainted,
         validation_tainted=val_tainted,
     )
+
+
+def _tokens_of(raw: bytes) -> torch.Tensor:
+    return torch.frombuffer(bytearray(raw), dtype=torch.uint8).long() if raw else torch.zeros(0, dtype=torch.long)
+
+
+def load_file_corpus(
+    path: str | os.PathLike, heldout_fraction: float = 0.1, validation_fraction: float = 0.05
+) -> Corpus:
+    """A UTF-8 text file as a byte-level corpus, split into contiguous blocks (module docstring).
+
+    Raises ``ValueError`` naming ``--corpus`` when the file is missing, too small or not UTF-8. The
+    overlap check is plain Python (about 10 s per MB on a busy core): keep the file to tens of MB.
+    Cached per path, size and modification time (do not modify the returned tensors in place).
+    """
+    path = Path(path)
+    try:
+        stat = path.stat()
+    except OSError as err:
+        raise ValueError(f"--corpus {path}: cannot read the file ({err.strerror})") from None
+    return _load_file_corpus(str(path), stat.st_size, stat.st_mtime_ns, heldout_fraction, validation_fraction)
+
+
+@functools.lru_cache(maxsize=2)
+def _load_file_corpus(
+    name: str, size: int, mtime_ns: int, heldout_fraction: float, validation_fraction: float
+) -> Corpus:
+    path = Path(name)
+    try:
+        raw_all = path.read_bytes()
+    except OSError as err:
+        raise ValueError(f"--corpus {path}: cannot read the file ({err.strerror})") from None
+    try:
+        text = raw_all.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"--corpus {path} is not UTF-8 text (byte {err.start}: {err.reason})") from None
+    if len(raw_all) < 1000:
+        raise ValueError(f"--corpus {path} holds {len(raw_all)} bytes; it needs at least 1000")
+    if not (0 < heldout_fraction < 1 and 0 < validation_fraction < 1 and heldout_fraction + validation_fraction < 1):
+        raise ValueError(f"need 0 < fractions and their sum < 1, got {heldout_fraction}, {validation_fraction}")
+    n = len(raw_all)
+    a = int(n * (1 - heldout_fraction - validation_fraction))  # train: [0, a)
+    b = int(n * (1 - heldout_fraction))  # validation: [a, b); held-out: [b, n)
+    info = {
+        "source": f"file {path.name} (--corpus), contiguous blocks: bytes [0, {a}) train, [{a}, {b}) validation, "
+        f"[{b}, {n}) held-out, UTF-8 bytes",
+        "python": sys.version,
+        "tokenization": "bytes (vocab 256)",
+        "n_chars": len(text),
+        "n_tokens": n,
+        "heldout_fraction": heldout_fraction,
+        "validation_fraction": validation_fraction,
+        "blocks": {"train": [0, a], "validation": [a, b], "heldout": [b, n]},
+    }
+    return _build_corpus({"train": raw_all[:a], "validation": raw_all[a:b], "heldout": raw_all[b:]}, raw_all, info)
 
 
 def _fraction(part: int, whole: int) -> float:

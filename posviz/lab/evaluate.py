@@ -24,6 +24,11 @@ about ``tokens_per_batch`` tokens (i.e.
 ``tokens_per_batch // L`` windows, default 1024 tokens: small batches keep the attention maps
 below glibc's mmap threshold, which made larger batches page-fault-bound on the CPU); one
 untimed warm-up batch runs first.
+
+With several processes (:class:`posviz.lab.distributed.Runtime`) rank :math:`r` of :math:`W`
+scores batches :math:`r, r+W, \dots`; the float64 loss sums are added across ranks, so every rank
+returns the perplexity of all the scored tokens, and the throughputs are the sums of the ranks'
+(they run at the same time). One process scores every batch in order, as before.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from torch.nn import functional as F
 
 from .._runtime import synchronize
 from .data import eval_windows
+from .distributed import Runtime
 from .model import GPT, BeyondLearnedTable
 
 __all__ = ["LengthResult", "evaluate", "evaluate_length", "mean_loss"]
@@ -62,49 +68,70 @@ def evaluate_length(
     max_length: int,
     tokens_per_batch: int = 1024,
     max_tokens: int | None = None,
+    runtime: Runtime | None = None,
 ) -> LengthResult:
-    """Perplexity and inference throughput of ``model`` at one evaluation ``length``."""
+    """Perplexity and inference throughput of ``model`` at one evaluation ``length`` (``runtime``:
+    processes and precision; default one process, float32)."""
     device = next(model.parameters()).device
+    rt = runtime if runtime is not None else Runtime(device=device)
     model.eval()
     x, y = eval_windows(tokens, length, max_length, max_tokens)  # (W, L) each
     per_batch = max(1, tokens_per_batch // length)
     try:
-        model(x[:per_batch].to(device))  # warm-up (also the "can it run?" check)
+        with rt.autocast():
+            model(x[:per_batch].to(device))  # warm-up (also the "can it run?" check)
     except BeyondLearnedTable as err:  # a learned table has no row for these positions
         return LengthResult(length, None, None, None, cannot_run=str(err), scored_tokens=int(y.numel()))
     synchronize(device)
     total = torch.zeros((), dtype=torch.float64, device=device)
     seconds_per_token, cpu_seconds_per_token = [], []
-    for i in range(0, len(x), per_batch):
+    for j in rt.mine(math.ceil(len(x) / per_batch)):  # every batch with one process
+        i = j * per_batch
         t0, c0 = time.perf_counter(), time.process_time()
         xb, yb = x[i : i + per_batch].to(device), y[i : i + per_batch].to(device)  # (b, L)
-        logits = model(xb)  # (b, L, vocab)
+        with rt.autocast():
+            logits = model(xb)  # (b, L, vocab)
         synchronize(device)
         seconds_per_token.append((time.perf_counter() - t0) / xb.numel())
         cpu_seconds_per_token.append((time.process_time() - c0) / xb.numel())
         total += F.cross_entropy(logits.flatten(0, 1).float(), yb.flatten(), reduction="sum").double()
+    rt.all_reduce_sum(total)
     loss = float(total) / y.numel()
+    speed = [
+        1.0 / statistics.median(seconds_per_token) if seconds_per_token else 0.0,
+        1.0 / max(statistics.median(cpu_seconds_per_token), 1e-12) if cpu_seconds_per_token else 0.0,
+    ]
+    if rt.distributed:  # ranks run at the same time: their throughputs add up
+        speed = rt.all_reduce_sum(torch.tensor(speed, dtype=torch.float64, device=device)).tolist()
     return LengthResult(
         length=length,
         loss=loss,
         perplexity=math.exp(loss),
-        tokens_per_s=1.0 / statistics.median(seconds_per_token),
-        tokens_per_cpu_s=1.0 / max(statistics.median(cpu_seconds_per_token), 1e-12),
+        tokens_per_s=speed[0],
+        tokens_per_cpu_s=speed[1],
         scored_tokens=int(y.numel()),
     )
 
 
 @torch.no_grad()
-def mean_loss(model: GPT, x: torch.Tensor, y: torch.Tensor, tokens_per_batch: int = 1024) -> float:
+def mean_loss(
+    model: GPT, x: torch.Tensor, y: torch.Tensor, tokens_per_batch: int = 1024, runtime: Runtime | None = None
+) -> float:
     """Mean next-token cross-entropy (nats) of ``model`` over every token of windows ``x, y`` ``(W, L)``
-    (the validation loss), in batches of about ``tokens_per_batch`` tokens, the last one partial."""
+    (the validation loss), in batches of about ``tokens_per_batch`` tokens, the last one partial;
+    sharded over the processes of ``runtime`` like :func:`evaluate_length`."""
     device = next(model.parameters()).device
+    rt = runtime if runtime is not None else Runtime(device=device)
     model.eval()
     per_batch = max(1, tokens_per_batch // x.shape[1])
     total = torch.zeros((), dtype=torch.float64, device=device)
-    for i in range(0, len(x), per_batch):
+    for j in rt.mine(math.ceil(len(x) / per_batch)):
+        i = j * per_batch
         xb, yb = x[i : i + per_batch].to(device), y[i : i + per_batch].to(device)  # (b, L)
-        total += F.cross_entropy(model(xb).flatten(0, 1).float(), yb.flatten(), reduction="sum").double()
+        with rt.autocast():
+            logits = model(xb)  # (b, L, vocab)
+        total += F.cross_entropy(logits.flatten(0, 1).float(), yb.flatten(), reduction="sum").double()
+    rt.all_reduce_sum(total)
     return float(total) / y.numel()
 
 
@@ -114,7 +141,10 @@ def evaluate(
     lengths: list[int],
     tokens_per_batch: int = 1024,
     max_tokens: int | None = None,
+    runtime: Runtime | None = None,
 ) -> list[LengthResult]:
     """:func:`evaluate_length` at every length; ``max(lengths)`` (and ``max_tokens``) fix the scored tokens."""
     max_length = max(lengths)
-    return [evaluate_length(model, tokens, length, max_length, tokens_per_batch, max_tokens) for length in lengths]
+    return [
+        evaluate_length(model, tokens, length, max_length, tokens_per_batch, max_tokens, runtime) for length in lengths
+    ]

@@ -16,28 +16,36 @@ The protocol:
   the choice. Methods without position parameters have nothing to choose.
 * **Paired differences.** Per seed, each method's perplexity minus the baseline's (``none``) at
   every length (:func:`posviz.lab.results.paired_differences`), stored under ``paired``.
+
+How the run executes (processes, bf16, SDPA, compile: :mod:`posviz.lab.distributed`) is recorded
+in ``config`` (``world_size``, ``precision``, ``attention``, ``compile``) and does not change what
+is computed beyond floating-point rounding. Presets (:data:`PRESETS`): ``full`` (the published
+run), ``quick`` and ``gpu`` (one modern GPU, about 10 minutes: an estimate, not measured).
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime as _dt
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
 
-from .data import load_corpus, scored_tokens, validation_overlap
+from .data import load_corpus, load_file_corpus, scored_tokens, validation_overlap
+from .distributed import ATTENTIONS, PRECISIONS, Runtime
 from .evaluate import evaluate, mean_loss
 from .memory import MEMORY_NOTE, inference_memory_many, training_memory
 from .model import ALL_METHODS, GPT, METHOD_KIND, METHODS, ROPE_VARIANTS, GPTConfig
 from .results import SCHEMA, SCHEMA_VERSION, machine_info, paired_summary, summarize, summarize_lists
 from .train import TrainConfig, deterministic, seed_everything, train
 
-__all__ = ["LabConfig", "check_publishable", "full_config", "quick_config", "run_experiment"]
+__all__ = ["PRESETS", "LabConfig", "check_publishable", "full_config", "gpu_config", "quick_config", "run_experiment"]
 
 POSITION_PARAMETERS = ("learned", "shaw", "t5")
 """Methods whose position module has trainable parameters (their learning rate is chosen on validation)."""
@@ -59,8 +67,14 @@ class LabConfig:
     position_lr_grid: list[float] = field(default_factory=lambda: [1.0, 10.0, 30.0, 100.0])
     baseline: str = "none"  # paired differences are taken against this method
     device: str = "cpu"
-    mode: str = "full"
+    mode: str = "full"  # the preset: "full", "quick", "gpu" (or anything for a hand-made config)
     checkpoint_dir: str | None = None  # save each trained model's state_dict here
+    corpus: str | None = None  # a UTF-8 text file (None: the pydoc topics)
+    world_size: int = 1  # processes (torchrun); each trains on batch_size / world_size windows
+    precision: str = "fp32"  # "fp32" or "bf16" (autocast)
+    attention: str = "posviz"  # "posviz" (posviz.attention) or "sdpa" (where the method allows)
+    compile: bool = False  # torch.compile the training forward
+    checkpoint_every: int = 0  # save the training state every N steps under checkpoint_dir/state (0: never)
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.methods if m not in ALL_METHODS]
@@ -83,6 +97,20 @@ class LabConfig:
             raise ValueError(f"position_lr_grid must hold positive numbers, got {self.position_lr_grid}")
         if 1 not in self.eval_multipliers:
             raise ValueError(f"eval_multipliers must include 1 (the training length), got {self.eval_multipliers}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"--precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if self.attention not in ATTENTIONS:
+            raise ValueError(f"--attention must be one of {ATTENTIONS}, got {self.attention!r}")
+        if self.world_size < 1 or self.train.batch_size % self.world_size:
+            raise ValueError(
+                f"--batch-size {self.train.batch_size} must be divisible by the number of processes "
+                f"(torchrun --nproc_per_node x --nnodes = {self.world_size})"
+            )
+        if self.checkpoint_every < 0:
+            raise ValueError(f"--checkpoint-every must be >= 0 (0: never), got {self.checkpoint_every}")
+        if self.checkpoint_every and self.checkpoint_dir is None:
+            raise ValueError("checkpoint_every needs a checkpoint_dir")
+        self.gpt_config("none")  # model sizes: ValueError naming --heads / --d-model
 
     @property
     def eval_lengths(self) -> list[int]:
@@ -114,14 +142,16 @@ def full_config(**overrides: object) -> LabConfig:
 
 
 def quick_config(**overrides: object) -> LabConfig:
-    """About two minutes on two CPU cores: d=64, 2 layers, 250 steps, 2 seeds, every method, 16k held-out
+    """About 1.5 minutes of one busy CPU core (measured; see ``posviz.lab.cli``): trained at 32 bytes and
+    evaluated at 32-512, d=64, 2 layers, 150 steps of 32 windows, 2 seeds, every method, 4k held-out
     tokens, and no learning-rate search (position multiplier fixed at 10)."""
     base: dict = {
         "seeds": [0, 1],
+        "train_len": 32,
         "model": {"n_layer": 2, "n_head": 4, "n_embd": 64},
-        "train": TrainConfig(steps=250, warmup_steps=25),
-        "eval_max_tokens": 16384,
-        "validation_max_tokens": 8192,
+        "train": TrainConfig(steps=140, warmup_steps=14, batch_size=16, lr=8e-3),
+        "eval_max_tokens": 4096,
+        "validation_max_tokens": 2048,
         "position_lr_grid": [10.0],
         "mode": "quick",
     }
@@ -129,11 +159,37 @@ def quick_config(**overrides: object) -> LabConfig:
     return LabConfig(**base)
 
 
+def gpu_config(**overrides: object) -> LabConfig:
+    """Sized for one modern GPU in about 10 minutes (an estimate: no GPU was at hand to measure it):
+    trained at 256 bytes, evaluated at 256-4096, d=384, 6 layers, 6 heads (10.7M parameters), 2000 steps
+    of 64 windows, one seed, every method, all held-out text, bf16 and SDPA on CUDA (set by the CLI)."""
+    base: dict = {
+        "seeds": [0],
+        "train_len": 256,
+        "model": {"n_layer": 6, "n_head": 6, "n_embd": 384},
+        "train": TrainConfig(steps=2000, warmup_steps=200, batch_size=64, lr=1e-3),
+        "eval_tokens_per_batch": 16384,
+        "eval_max_tokens": None,
+        "validation_max_tokens": 65536,
+        "position_lr_grid": [10.0],
+        "mode": "gpu",
+    }
+    base.update(overrides)
+    return LabConfig(**base)
+
+
+PRESETS: dict[str, Callable[..., LabConfig]] = {"full": full_config, "quick": quick_config, "gpu": gpu_config}
+"""``--preset NAME``: the configuration functions by name (``--quick`` is ``--preset quick``)."""
+
+RUNTIME_FIELDS = ("device", "checkpoint_dir", "world_size", "precision", "attention", "compile", "checkpoint_every")
+"""How a run executes, not what it computes: free to differ from the full configuration when publishing."""
+
+
 def check_publishable(cfg: LabConfig) -> None:
     """Raise ``ValueError`` naming every setting in which ``cfg`` differs from :func:`full_config`
-    (only ``device`` and ``checkpoint_dir`` may differ): only the full run is published."""
+    (only how it runs, :data:`RUNTIME_FIELDS`, may differ): only the full run is published."""
     mine = cfg.to_dict()
-    full = full_config(device=cfg.device, checkpoint_dir=cfg.checkpoint_dir).to_dict()
+    full = full_config(**{k: getattr(cfg, k) for k in RUNTIME_FIELDS}).to_dict()
     differ = sorted(k for k in full.keys() | mine.keys() if mine.get(k) != full.get(k))
     if differ:
         raise ValueError(
@@ -178,25 +234,44 @@ def _curve(tr) -> dict:
     }
 
 
-def run_experiment(cfg: LabConfig, *, progress: bool = True) -> dict:
+def run_experiment(
+    cfg: LabConfig, *, progress: bool = True, runtime: Runtime | None = None, resume: bool = False
+) -> dict:
     """Train and evaluate every requested method for every seed; return the results dictionary.
+
+    ``runtime``: this process's place in a process group (:func:`posviz.lab.distributed.init_distributed`;
+    default: one process on ``cfg.device``); its ``world_size`` must be ``cfg.world_size``. Precision,
+    attention and compile come from ``cfg``. Every rank returns the same results; only rank 0 shows
+    progress. ``resume``: go on from the training states under ``cfg.checkpoint_dir``/state
+    (:func:`posviz.lab.train.train`); finished runs are loaded and evaluated again, not retrained.
 
     Global state comes back as it was: deterministic algorithms are on only during the run, and
     torch's global random generator (CPU, and the run's GPU) is restored afterwards.
     """
-    device = torch.device(cfg.device)
-    gpus = [device.index or 0] if device.type == "cuda" else []
+    base = runtime if runtime is not None else Runtime(device=torch.device(cfg.device))
+    if base.world_size != cfg.world_size:
+        raise ValueError(f"cfg.world_size={cfg.world_size} but the process group has {base.world_size} processes")
+    rt = dataclasses.replace(base, precision=cfg.precision, attention=cfg.attention, compile=cfg.compile)
+    gpus = [rt.device.index or 0] if rt.device.type == "cuda" else []
     with deterministic(), torch.random.fork_rng(devices=gpus):
-        return _run_experiment(cfg, progress=progress)
+        return _run_experiment(cfg, progress=progress, rt=rt, resume=resume)
 
 
-def _run_experiment(cfg: LabConfig, *, progress: bool) -> dict:
+def _state_path(cfg: LabConfig, name: str, seed: int, mult: float | None) -> Path | None:
+    if not cfg.checkpoint_every or cfg.checkpoint_dir is None:
+        return None
+    return Path(cfg.checkpoint_dir) / "state" / f"{name}-seed{seed}-lr{1.0 if mult is None else mult:g}.pt"
+
+
+def _run_experiment(cfg: LabConfig, *, progress: bool, rt: Runtime, resume: bool) -> dict:
     from tqdm.auto import tqdm
 
     started = time.perf_counter()
-    device = torch.device(cfg.device)
+    device = rt.device
     machine = machine_info(device)  # includes the load average now, at the start
-    corpus = load_corpus()
+    machine["world_size"] = rt.world_size
+    machine["distributed_backend"] = rt.backend
+    corpus = load_file_corpus(cfg.corpus) if cfg.corpus is not None else load_corpus()
     lengths = cfg.eval_lengths
     reported = cfg.reported_methods()
     trained = [m for m in METHODS if m in reported]
@@ -204,7 +279,11 @@ def _run_experiment(cfg: LabConfig, *, progress: bool) -> dict:
     data = dict(corpus.info)
     data["eval_scored_tokens"] = scored_tokens(corpus.info["n_heldout_tokens"], max(lengths), cfg.eval_max_tokens)
     if data["eval_scored_tokens"] == 0:
-        raise ValueError(f"the held-out split is shorter than the longest evaluation length {max(lengths)}")
+        raise ValueError(
+            f"the held-out split ({corpus.info['n_heldout_tokens']} bytes) is shorter than the longest evaluation "
+            f"length {max(lengths)} (--train-len x the largest --eval-multipliers): use a larger --corpus or "
+            "shorter lengths"
+        )
     data["overlap"] = {**data["overlap"], **validation_overlap(corpus, cfg.train_len, cfg.validation_max_tokens)}
     val_x, val_y = corpus.validation_windows(cfg.train_len, cfg.validation_max_tokens)  # (W, L_train)
     data["validation_scored_tokens"] = int(val_y.numel())
@@ -218,7 +297,7 @@ def _run_experiment(cfg: LabConfig, *, progress: bool) -> dict:
     interactive = sys.stderr.isatty()
     bar = tqdm(
         total=sum(per_run[m] * runs(m) for m in trained),
-        disable=not progress,
+        disable=not (progress and rt.is_main),
         unit="step",
         dynamic_ncols=True,
         file=sys.stderr,
@@ -234,14 +313,26 @@ def _run_experiment(cfg: LabConfig, *, progress: bool) -> dict:
         tcfg = TrainConfig(**{**cfg.train.to_dict(), "position_lr_mult": 1.0 if mult is None else mult})
         seed_everything(seed)
         model = GPT(cfg.gpt_config(name), seed=seed).to(device)
-        tr = train(model, corpus.train, tcfg, seed, starts=starts, on_step=on_step)
+        model.set_attention(cfg.attention)
+        tr = train(
+            model,
+            corpus.train,
+            tcfg,
+            seed,
+            starts=starts,
+            on_step=on_step,
+            runtime=rt,
+            state_path=_state_path(cfg, name, seed, mult),
+            checkpoint_every=cfg.checkpoint_every,
+            resume=resume and cfg.checkpoint_every > 0,
+        )
         bar.set_description(f"{name} seed {seed}: eval")
-        evals = evaluate(model, corpus.heldout, lengths, cfg.eval_tokens_per_batch, cfg.eval_max_tokens)
+        evals = evaluate(model, corpus.heldout, lengths, cfg.eval_tokens_per_batch, cfg.eval_max_tokens, rt)
         bar.update(len(lengths))
         record = {
             "seed": seed,
             "position_lr_mult": mult,
-            "validation_loss": mean_loss(model, val_x, val_y, cfg.eval_tokens_per_batch),
+            "validation_loss": mean_loss(model, val_x, val_y, cfg.eval_tokens_per_batch, rt),
             "final_train_loss": tr.final_loss,
             "train_seconds": tr.seconds,
             "train_tokens_per_s": tr.tokens_per_s,
@@ -258,11 +349,12 @@ def _run_experiment(cfg: LabConfig, *, progress: bool) -> dict:
         bar.set_description(f"{name}: memory")
         seed_everything(cfg.seeds[0])
         probe = GPT(gcfg, seed=cfg.seeds[0]).to(device)
+        attention_used = probe.set_attention(cfg.attention)
         params = probe.num_params()
         memory = {
             "what": MEMORY_NOTE,
-            "train": training_memory(copy.deepcopy(probe), cfg.train, corpus.train),
-            "inference_peak_bytes": inference_memory_many(probe, lengths, cfg.eval_tokens_per_batch),
+            "train": training_memory(copy.deepcopy(probe), cfg.train, corpus.train, runtime=rt),
+            "inference_peak_bytes": inference_memory_many(probe, lengths, cfg.eval_tokens_per_batch, rt),
         }
         entries = {name: {"memory": memory, "seeds": []}}
         for v in variants if name == "rope" else []:
@@ -271,7 +363,7 @@ def _run_experiment(cfg: LabConfig, *, progress: bool) -> dict:
                 "memory": {
                     "what": MEMORY_NOTE,
                     "train": None,
-                    "inference_peak_bytes": inference_memory_many(probe, lengths, cfg.eval_tokens_per_batch),
+                    "inference_peak_bytes": inference_memory_many(probe, lengths, cfg.eval_tokens_per_batch, rt),
                 },
                 "seeds": [],
             }
@@ -308,11 +400,11 @@ def _run_experiment(cfg: LabConfig, *, progress: bool) -> dict:
             entries[name]["seeds"].append(record)
             for v in variants if name == "rope" else []:
                 model.set_rope_scaling(ROPE_VARIANTS[v])
-                evals = evaluate(model, corpus.heldout, lengths, cfg.eval_tokens_per_batch, cfg.eval_max_tokens)
+                evals = evaluate(model, corpus.heldout, lengths, cfg.eval_tokens_per_batch, cfg.eval_max_tokens, rt)
                 bar.update(len(lengths))
                 entries[v]["seeds"].append({"seed": seed, **_eval_record(evals)})
                 model.set_rope_scaling("none")
-            if cfg.checkpoint_dir is not None:
+            if cfg.checkpoint_dir is not None and rt.is_main:
                 from .checkpoint import save_checkpoint
 
                 save_checkpoint(model, Path(cfg.checkpoint_dir) / f"{name}-seed{seed}.pt")
@@ -322,6 +414,7 @@ def _run_experiment(cfg: LabConfig, *, progress: bool) -> dict:
                 "trained_as": name,
                 "rope_scaling": ROPE_VARIANTS.get(key),
                 "params": params,
+                "attention": attention_used,
                 "max_length": cfg.train_len if key == "learned" else None,
                 "position_lr_mult": chosen,
                 "lr_search": search if key == name else [],

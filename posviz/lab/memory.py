@@ -31,6 +31,7 @@ from collections.abc import Callable
 import torch
 
 from .data import sample_batch
+from .distributed import Runtime
 from .model import GPT
 from .train import TrainConfig, make_optimizer, train_step
 
@@ -119,8 +120,13 @@ def peak_bytes(fn: Callable[[], object], device: torch.device) -> int:
     return peak_bytes_many({"work": fn}, device)["work"]
 
 
-def training_memory(model: GPT, cfg: TrainConfig, tokens: torch.Tensor, seed: int = 0) -> dict[str, int]:
+def training_memory(
+    model: GPT, cfg: TrainConfig, tokens: torch.Tensor, seed: int = 0, runtime: Runtime | None = None
+) -> dict[str, int]:
     """Memory of one training step (forward, backward, clipping, AdamW update) at the training length.
+
+    With a ``runtime`` of several processes the step is one rank's (``batch_size / world_size``
+    windows, no gradient all-reduce), under its precision.
 
     Returns ``param_bytes``, ``optimizer_state_bytes`` (AdamW's two moments, created by one
     untimed warm-up step), ``step_peak_bytes`` (peak extra allocation during the measured step:
@@ -128,14 +134,16 @@ def training_memory(model: GPT, cfg: TrainConfig, tokens: torch.Tensor, seed: in
     is updated by the two steps: pass a throw-away copy.
     """
     device = next(model.parameters()).device
+    rt = runtime if runtime is not None else Runtime(device=device)
     generator = torch.Generator().manual_seed(seed)
     optimizer = make_optimizer(model, cfg)
     model.train()
-    x, y = sample_batch(tokens, cfg.batch_size, model.config.block_size, generator)
+    batch = len(range(cfg.batch_size)[rt.shard(cfg.batch_size)])  # one rank's windows
+    x, y = sample_batch(tokens, batch, model.config.block_size, generator)
     x, y = x.to(device), y.to(device)
-    train_step(model, optimizer, x, y, cfg.grad_clip)  # creates the optimizer state
+    train_step(model, optimizer, x, y, cfg.grad_clip, rt.autocast())  # creates the optimizer state
     optimizer.zero_grad(set_to_none=True)
-    step = peak_bytes(lambda: train_step(model, optimizer, x, y, cfg.grad_clip), device)
+    step = peak_bytes(lambda: train_step(model, optimizer, x, y, cfg.grad_clip, rt.autocast()), device)
     params = sum(p.numel() * p.element_size() for p in model.parameters())
     state = sum(
         t.numel() * t.element_size()
@@ -152,6 +160,11 @@ def training_memory(model: GPT, cfg: TrainConfig, tokens: torch.Tensor, seed: in
     }
 
 
+def _forward(model: GPT, x: torch.Tensor, rt: Runtime) -> torch.Tensor:
+    with rt.autocast():
+        return model(x)  # (b, L, vocab)
+
+
 @torch.no_grad()
 def inference_memory(model: GPT, length: int, tokens_per_batch: int) -> int | None:
     """Peak extra bytes of a no-grad forward of ``tokens_per_batch // length`` windows of ``length``.
@@ -162,14 +175,18 @@ def inference_memory(model: GPT, length: int, tokens_per_batch: int) -> int | No
 
 
 @torch.no_grad()
-def inference_memory_many(model: GPT, lengths: list[int], tokens_per_batch: int) -> list[int | None]:
-    """:func:`inference_memory` at every length, in one profiler session on the CPU."""
+def inference_memory_many(
+    model: GPT, lengths: list[int], tokens_per_batch: int, runtime: Runtime | None = None
+) -> list[int | None]:
+    """:func:`inference_memory` at every length, in one profiler session on the CPU (under the
+    precision of ``runtime``, default float32)."""
     device = next(model.parameters()).device
+    rt = runtime if runtime is not None else Runtime(device=device)
     model.eval()
     runnable = [n for n in lengths if model.config.method != "learned" or n <= model.config.block_size]
     work = {}
     for n in runnable:
         x = torch.zeros(max(1, tokens_per_batch // n), n, dtype=torch.long, device=device)  # (b, L)
-        work[str(n)] = lambda x=x: model(x)
+        work[str(n)] = lambda x=x: _forward(model, x, rt)
     peaks = peak_bytes_many(work, device) if work else {}
     return [peaks.get(str(n)) for n in lengths]

@@ -12,8 +12,13 @@ for position. A method does one of three things (see :mod:`posviz.attention`):
   the query and which also adds :math:`a^V_{m-n}` to the values);
 * ``none`` (NoPE) does nothing: the causal mask alone lets the model infer position.
 
-Attention itself is always :func:`posviz.attention` with ``causal=True`` (Shaw's module calls
-it too). Two extra evaluation-time variants reuse a trained ``rope`` model unchanged
+Attention itself is :func:`posviz.attention` with ``causal=True`` (Shaw's module calls it too);
+:meth:`GPT.set_attention` switches a model to PyTorch's fused
+:func:`~torch.nn.functional.scaled_dot_product_attention` (the lab does so on CUDA), with the
+method's bias plus the causal mask as its float ``attn_mask``, or ``is_causal=True`` when the
+method has no bias; Shaw (a query-dependent bias and a value term) always keeps
+:func:`posviz.attention`. Both compute the same function (tested in float64).
+Two extra evaluation-time variants reuse a trained ``rope`` model unchanged
 (:data:`ROPE_VARIANTS`): ``rope-pi`` (position interpolation, Chen et al. 2023: positions
 :math:`m \cdot L_{\text{train}}/L` when :math:`L > L_{\text{train}}`) and ``rope-ntk``
 ("NTK-aware" base scaling, bloc97 2023: :math:`b' = b\, s^{d/(d-2)}`, :math:`s = L/L_{\text{train}}`,
@@ -131,7 +136,14 @@ def derive_seed(seed: int, stream: str) -> int:
 
 
 class PositionMethod(nn.Module):
-    """The plug-in surface. The defaults do nothing (NoPE); each method overrides one hook."""
+    """The plug-in surface. The defaults do nothing (NoPE); each method overrides one hook.
+
+    ``supports_sdpa``: the method's attention is softmax(q k^T/sqrt(d) + B) v with a bias that
+    does not depend on q (so SDPA can compute it); ``use_sdpa``: set by :meth:`GPT.set_attention`.
+    """
+
+    supports_sdpa: bool = True
+    use_sdpa: bool = False
 
     def add_to_input(self, length: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor | None:
         """``p_m`` for ``m = 0..length-1``, ``(T, C)``, added to the token embeddings; or None."""
@@ -148,7 +160,14 @@ class PositionMethod(nn.Module):
     def attend(
         self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None, layer: int
     ) -> torch.Tensor:
-        r""":math:`\operatorname{softmax}(q k^\top/\sqrt{d} + B)\,v` with the causal mask, ``(B, nh, T, hs)``."""
+        r""":math:`\operatorname{softmax}(q k^\top/\sqrt{d} + B)\,v` with the causal mask, ``(B, nh, T, hs)``.
+
+        With ``use_sdpa``, ``bias`` already holds the causal mask (:meth:`GPT.forward` adds it
+        once for all layers) and is SDPA's float ``attn_mask``; None: SDPA's fused causal path."""
+        if self.use_sdpa:
+            if bias is None:
+                return F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype))  # (B, nh, T, hs)
         out, _ = attention(q, k, v, bias=bias, causal=True)
         return out
 
@@ -253,8 +272,11 @@ class ShawPosition(PositionMethod):
     r"""Shaw et al.'s clipped relative keys and values (:class:`posviz.ShawRelativePosition`).
 
     One module per layer (its tables are shared by that layer's heads), clip :math:`k` =
-    ``shaw_max_distance``.
+    ``shaw_max_distance``. Its bias depends on the query and it adds to the values, so it always
+    runs :func:`posviz.attention` (never SDPA).
     """
+
+    supports_sdpa = False
 
     def __init__(self, cfg: GPTConfig) -> None:
         super().__init__()
@@ -394,6 +416,15 @@ class GPT(nn.Module):
             raise ValueError(f"scaling must be 'none', 'pi' or 'ntk', got {scaling!r}")
         self.position.scaling = scaling
 
+    def set_attention(self, backend: str) -> str:
+        """``"posviz"`` (:func:`posviz.attention`, the default) or ``"sdpa"``
+        (:func:`torch.nn.functional.scaled_dot_product_attention` where the method allows it);
+        returns the backend the model now uses (``"posviz"`` for Shaw whatever is asked)."""
+        if backend not in ("posviz", "sdpa"):
+            raise ValueError(f"attention must be 'posviz' or 'sdpa', got {backend!r}")
+        self.position.use_sdpa = backend == "sdpa" and self.position.supports_sdpa
+        return "sdpa" if self.position.use_sdpa else "posviz"
+
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         T = idx.shape[1]  # idx: (B, T)
         x = self.wte(idx) * math.sqrt(self.config.n_embd)  # sqrt(d) E[x_m], (B, T, C)
@@ -401,6 +432,9 @@ class GPT(nn.Module):
         if p is not None:
             x = x + p  # x_m + p_m
         bias = self.position.bias(T, x.device, x.dtype)  # (nh, T, T) or None
+        if bias is not None and self.position.use_sdpa:  # SDPA's float mask: B_mn, -inf above the diagonal
+            future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)  # (T, T), n > m
+            bias = bias.masked_fill(future, float("-inf"))  # (nh, T, T)
         for block in self.blocks:
             x = block(x, bias)  # (B, T, C)
         x = self.ln_f(x)

@@ -32,22 +32,38 @@ restored afterwards (:func:`deterministic`; it warns, rather than fails, where a
 deterministic version; on CUDA set
 ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` before starting, as the CLI does). A different thread
 count may change float summation order and hence the last digits.
+
+**Several processes, bf16, compile** (:class:`posviz.lab.distributed.Runtime`): with
+``world_size`` :math:`W > 1` the model is wrapped in DistributedDataParallel, each rank trains on
+its contiguous :math:`B/W` windows of the same global batch, and the recorded loss is the mean
+over ranks, so the numbers are those of one process up to summation order. ``precision="bf16"``
+runs the forward pass and the loss under autocast; ``compile=True`` compiles the forward.
+
+**Checkpoints and resuming.** With ``state_path`` and ``checkpoint_every`` :math:`N > 0`, the
+whole training state (weights, AdamW state, the batch generator's state, the step, and the logs
+so far) is written there every :math:`N` steps and after the last (by rank 0; atomically, through
+a temporary file). ``resume=True`` loads it back (``torch.load(..., weights_only=True)``: tensors
+and plain types only, no pickled code) and goes on from that step: the final weights are those of
+an uninterrupted run (:func:`load_train_state`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import torch
 from torch.nn import functional as F
 
 from .._runtime import synchronize
 from .data import sample_batch
+from .distributed import Runtime
 from .model import GPT, derive_seed
 
 __all__ = [
@@ -56,6 +72,8 @@ __all__ = [
     "lr_at",
     "make_optimizer",
     "deterministic",
+    "load_train_state",
+    "save_train_state",
     "seed_everything",
     "set_lr",
     "train",
@@ -152,12 +170,20 @@ def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
 
 
 def train_step(
-    model: GPT, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, grad_clip: float
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    grad_clip: float,
+    autocast: contextlib.AbstractContextManager | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """One forward/backward/update on ``x, y`` ``(B, T)``; returns the detached loss and the total
-    gradient norm before clipping (clipped to ``grad_clip`` when it is > 0)."""
-    logits = model(x)  # (B, T, vocab)
-    loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
+    gradient norm before clipping (clipped to ``grad_clip`` when it is > 0). ``model`` may be a
+    DDP or compiled wrapper of a :class:`GPT`; ``autocast``: a context for the forward pass and the
+    loss (:meth:`posviz.lab.distributed.Runtime.autocast`), none by default."""
+    with autocast if autocast is not None else contextlib.nullcontext():
+        logits = model(x)  # (B, T, vocab)
+        loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     params = [p for p in model.parameters() if p.grad is not None]
@@ -169,6 +195,64 @@ def train_step(
     return loss.detach(), norm.detach()
 
 
+_LOGS = ("losses", "norms", "lrs", "step_times", "cpu_times", "curve_steps", "curve_loss")
+
+
+def save_train_state(
+    path: str | os.PathLike,
+    model: GPT,
+    optimizer: torch.optim.Optimizer,
+    generator: torch.Generator,
+    step: int,
+    logs: dict,
+    identity: dict,
+) -> Path:
+    """Write the training state after ``step`` steps (atomically: a temporary file, then a rename).
+
+    ``logs``: the per-step lists (:data:`_LOGS`); ``identity``: what must match on resume (the
+    :class:`TrainConfig`, the seed, the model config)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    blob = {
+        "step": int(step),
+        "identity": identity,
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "generator": generator.get_state(),
+        "logs": {k: [float(v) for v in logs[k]] if k != "curve_steps" else list(logs[k]) for k in _LOGS},
+        "seconds": float(logs["seconds"]),
+    }
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(blob, tmp)
+    os.replace(tmp, path)
+    return path
+
+
+def load_train_state(
+    path: str | os.PathLike,
+    model: GPT,
+    optimizer: torch.optim.Optimizer,
+    generator: torch.Generator,
+    identity: dict,
+) -> tuple[int, dict]:
+    """Load a state written by :func:`save_train_state` into ``model``, ``optimizer`` and
+    ``generator``; returns ``(steps done, logs)``. ``torch.load(..., weights_only=True)``. Raises
+    ``ValueError`` when the state belongs to another configuration or seed."""
+    device = next(model.parameters()).device
+    blob = torch.load(path, map_location=device, weights_only=True)
+    if blob.get("identity") != identity:
+        raise ValueError(
+            f"--resume: {path} was written by another configuration or seed "
+            f"({blob.get('identity')!r}, this run: {identity!r}); remove it or drop --resume"
+        )
+    model.load_state_dict(blob["model"])
+    optimizer.load_state_dict(blob["optimizer"])
+    generator.set_state(blob["generator"].cpu())
+    logs = dict(blob["logs"])
+    logs["seconds"] = blob["seconds"]
+    return int(blob["step"]), logs
+
+
 def train(
     model: GPT,
     tokens: torch.Tensor,
@@ -177,31 +261,64 @@ def train(
     *,
     starts: torch.Tensor | None = None,
     on_step: Callable[[int, float], None] | None = None,
+    runtime: Runtime | None = None,
+    state_path: str | os.PathLike | None = None,
+    checkpoint_every: int = 0,
+    resume: bool = False,
 ) -> TrainResult:
     """Train ``model`` in place on windows of ``model.config.block_size`` tokens from ``tokens``.
 
     ``starts``: the allowed window starts (:meth:`posviz.lab.data.Corpus.train_starts`; default
-    all). ``on_step(step, loss)`` is called after every step (for a progress bar). The model's
-    device is used for the batches; the batch sampler's generator lives on the CPU.
+    all). ``on_step(step, loss)`` is called after every step (for a progress bar; on resume, for
+    the steps already done too). The model's device is used for the batches; the batch sampler's
+    generator lives on the CPU. ``runtime``: processes, precision, compile (default: one process,
+    float32). ``state_path``, ``checkpoint_every``, ``resume``: see the module docstring.
     """
     device = next(model.parameters()).device
+    rt = runtime if runtime is not None else Runtime(device=device)
+    if checkpoint_every < 0:
+        raise ValueError(f"--checkpoint-every must be >= 0 (0: never), got {checkpoint_every}")
+    if (checkpoint_every or resume) and state_path is None:
+        raise ValueError("checkpoint_every and resume need a state_path")
     length = model.config.block_size
+    shard = rt.shard(cfg.batch_size)  # this rank's windows of every global batch
     generator = torch.Generator().manual_seed(derive_seed(seed, "data"))
     optimizer = make_optimizer(model, cfg)
+    identity = {"train": cfg.to_dict(), "seed": int(seed), "model": model.config.to_dict()}
+    logs: dict = {k: [] for k in _LOGS}
+    logs["seconds"] = 0.0
+    first = 0
+    if resume and Path(state_path).exists():  # type: ignore[arg-type]
+        first, logs = load_train_state(state_path, model, optimizer, generator, identity)  # type: ignore[arg-type]
+    forward: torch.nn.Module = model
+    if rt.distributed:
+        from torch.nn.parallel import DistributedDataParallel
+
+        ids = [device.index] if device.type == "cuda" else None
+        forward = DistributedDataParallel(model, device_ids=ids, broadcast_buffers=False)
+    if rt.compile:
+        forward = torch.compile(forward)  # type: ignore[assignment]
     model.train()
-    losses: list[torch.Tensor] = []
-    norms: list[torch.Tensor] = []
-    lrs: list[float] = []
-    step_times: list[float] = []
-    cpu_times: list[float] = []
-    curve_steps: list[int] = []
-    curve_loss: list[float] = []
-    start = time.perf_counter()
-    for step in range(cfg.steps):
+    losses: list[torch.Tensor] = [torch.tensor(v, device=device) for v in logs["losses"]]
+    norms: list[torch.Tensor] = [torch.tensor(v, device=device) for v in logs["norms"]]
+    lrs: list[float] = logs["lrs"]
+    step_times: list[float] = logs["step_times"]
+    cpu_times: list[float] = logs["cpu_times"]
+    curve_steps: list[int] = logs["curve_steps"]
+    curve_loss: list[float] = logs["curve_loss"]
+    if on_step is not None:
+        for step in range(first):
+            on_step(step, float(losses[step]))
+    start = time.perf_counter() - logs["seconds"]
+    for step in range(first, cfg.steps):
         t0, c0 = time.perf_counter(), time.process_time()
         set_lr(optimizer, lr_at(step, cfg))
-        x, y = sample_batch(tokens, cfg.batch_size, length, generator, starts)  # (B, T)
-        loss, norm = train_step(model, optimizer, x.to(device), y.to(device), cfg.grad_clip)
+        x, y = sample_batch(tokens, cfg.batch_size, length, generator, starts)  # (B, T), the global batch
+        x, y = x[shard], y[shard]  # (B/W, T): this rank's shard (all of it with one process)
+        autocast = rt.autocast() if rt.precision != "fp32" else None
+        loss, norm = train_step(forward, optimizer, x.to(device), y.to(device), cfg.grad_clip, autocast)
+        if rt.distributed:
+            loss = rt.all_reduce_sum(loss.clone()) / rt.world_size  # mean over ranks = global batch mean
         synchronize(device)
         step_times.append(time.perf_counter() - t0)
         cpu_times.append(time.process_time() - c0)
@@ -212,6 +329,10 @@ def train(
             recent = torch.stack(losses[len(losses) - ((step % cfg.log_every) + 1) :]).mean()
             curve_steps.append(step + 1)
             curve_loss.append(float(recent))
+        if checkpoint_every and rt.is_main and ((step + 1) % checkpoint_every == 0 or step + 1 == cfg.steps):
+            logs = {"losses": losses, "norms": norms, "lrs": lrs, "step_times": step_times, "cpu_times": cpu_times,
+                    "curve_steps": curve_steps, "curve_loss": curve_loss, "seconds": time.perf_counter() - start}
+            save_train_state(state_path, model, optimizer, generator, step + 1, logs, identity)  # type: ignore[arg-type]
         if on_step is not None:
             on_step(step, float(loss))
     seconds = time.perf_counter() - start
