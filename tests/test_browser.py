@@ -526,7 +526,7 @@ def test_compact_figures_expand_to_the_same_numbers(browser: object) -> None:
         got = page.evaluate(
             """id => {
                 const gd = document.getElementById(id);
-                const list = a => Array.from(a, r => (r.length !== undefined ? Array.from(r) : r));
+                const list = a => (a ? Array.from(a, r => (r.length !== undefined ? Array.from(r) : r)) : a);
                 const steps = gd.layout.sliders[0].steps.map(s => Object.fromEntries(
                     Object.entries(s.args[0]).map(([k, v]) => [k, v.map(list)])));
                 return {data: gd.data.map(t => list(t.z || t.y)), steps};
