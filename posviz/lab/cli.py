@@ -2,7 +2,7 @@
 
 Examples::
 
-    python -m posviz.lab --quick --threads 1      # ~1.5 min of one busy CPU core -> results/extrapolation-quick/
+    python -m posviz.lab --quick --threads 1      # 94 s of CPU time (measured) -> results/extrapolation-quick/
     python -m posviz.lab --threads 1 --publish    # the full run the book shows (30 runs; 81 min, 1 busy thread)
     python -m posviz.lab --methods rope alibi --seeds 0 1 --train-len 32 --out /tmp/lab
     python -m posviz.lab --replot --out /tmp/lab  # redraw the HTML from /tmp/lab/results.json
@@ -83,9 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--quick",
         action="store_true",
-        help="the same as --preset quick: trained at 32 bytes, evaluated at 32-512, d=64, 2 layers, 150 steps, "
-        "2 seeds, no learning-rate search (measured: 1.5 min wall, 1.1 min CPU with --threads 1 on a busy "
-        "shared 2-core machine)",
+        help="the same as --preset quick: trained at 32 bytes, evaluated at 32-512, d=64, 2 layers, 170 steps "
+        "of 16 windows, 2 seeds, no learning-rate search. Measured with --threads 1: 94 s of CPU time (about "
+        "the wall time on a free core); 3 min 16 s of wall time on a busy shared 2-core machine (load 5-7)",
     )
     run.add_argument(
         "--preset",
