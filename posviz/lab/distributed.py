@@ -132,8 +132,7 @@ def init_distributed(device: str | None = None, **runtime: object) -> Runtime:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     dev = torch.device(device)
     if dev.type == "cuda" and world_size > 1:
-        dev = torch.device("cuda", local_rank)
-    if dev.type == "cuda":
+        dev = torch.device("cuda", local_rank)  # one GPU per process
         torch.cuda.set_device(dev)
     if world_size > 1:
         import torch.distributed as dist
