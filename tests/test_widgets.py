@@ -114,6 +114,26 @@ def test_the_synced_state_is_the_current_figure() -> None:
         assert list(data[1]["x"]) == [0, 1] and list(data[1]["y"]) == [0, 0]  # the text keeps its place
 
 
+def test_the_synced_state_keeps_what_plotly_drops_as_a_frontend_default() -> None:
+    """Plotly removes from a FigureWidget's ``_data`` every property the frontend reports back
+    among its defaults (``_js2py_traceDeltas``: a heatmap's ``zmin``, a text trace's x and y);
+    the published state is still the figure the explorer built and updated."""
+    fig = go.Figure(
+        [go.Heatmap(z=[[0.0]], zmin=0.0, zmax=1.0, colorbar={"title": {"text": "w"}}), go.Scatter(mode="text")]
+    )
+    slider = widgets.IntSlider(value=1)
+    update = lambda n: [{"z": [[n, 0.5]], "zmax": float(n)}, {"x": [0], "y": [0], "text": [f"n={n}"]}]  # noqa: E731
+    box = explorer({"n": slider}, update, fig)
+    for props in box.figure._data:  # what _handler_js2py_traceDeltas does with a delta holding them
+        for key in ("zmin", "x", "y", "colorbar"):
+            props.pop(key, None)
+    slider.value = 3
+    heatmap, text = box.figure._widget_data
+    assert heatmap["zmin"] == 0.0 and heatmap["zmax"] == 3.0 and list(heatmap["z"][0]) == [3, 0.5]
+    assert heatmap["colorbar"]["title"]["text"] == "w" and heatmap["uid"] == box.figure.data[0].uid
+    assert list(text["x"]) == [0] and list(text["y"]) == [0] and list(text["text"]) == ["n=3"]
+
+
 def test_the_figure_opens_its_comm_complete(monkeypatch: pytest.MonkeyPatch) -> None:
     """The comm opens with the figure after the first update in its state (an update sent right
     after the opening can be dropped by a frontend still loading the widget's module)."""
@@ -139,6 +159,8 @@ def test_figure_fills_the_width_and_controls_have_room() -> None:
     assert slider.layout.width == widgets_pkg.CONTROL_WIDTH and slider.style.description_width == "initial"
     assert box.children[0].layout.flex_flow == "row wrap"
     assert "ResizeObserver" in box.figure._esm and "export default" in box.figure._esm
+    # the module anywidget loads is small (it has 2 s); Plotly's 5 MB one comes as a trait
+    assert len(box.figure._esm) < 10_000 and len(box.figure._plotly_module) > 1_000_000
 
 
 def test_colorbar_below_its_panel() -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -79,6 +80,7 @@ ROLE = re.compile(r"\{(?P<role>[a-z][\w:-]*)\}`(?P<body>[^`]*)`")
 LABELLED_MATH = re.compile(r"^\$\$(?P<body>.*?)\$\$[ \t]*\((?P<label>[^()\s]+)\)[ \t]*$", re.S | re.M)
 TARGET = re.compile(r"^\((?P<label>[^()\s]+)\)=[ \t]*\n", re.M)
 FENCE = re.compile(r"^(?P<fence>:{3,}|`{3,})\{(?P<name>[\w-]+)\}[ \t]*(?P<title>.*)$")
+GLUE_CALL = re.compile(r"""\bglue\(\s*(?P<f>f?)(?P<quote>["'])(?P<name>.*?)(?P=quote)""")
 
 
 def site_url(cfg: dict | None = None) -> str:
@@ -159,7 +161,7 @@ def _cite(role: str, keys: str) -> str:
     return ", ".join(cites) if role == "cite:t" else "[" + ", ".join(cites) + "]"
 
 
-def _role(match: re.Match) -> str:
+def _role(match: re.Match, glue_place: Callable[[str], str | None] | None = None) -> str:
     role, body = match["role"], match["body"]
     equations, sections = _labels()
     explicit = re.fullmatch(r"(?P<text>.*?)\s*<(?P<target>[^<>]+)>", body, re.S)
@@ -178,8 +180,11 @@ def _role(match: re.Match) -> str:
     if explicit:
         return explicit["text"]
     if role.startswith("glue"):
-        # a value computed by the chapter's code (myst-nb glue); no plain-Markdown equivalent: its name
-        return f"`{body.split(':')[0]}`"
+        # a value the chapter's code computes and the book build pastes in (myst-nb glue); the
+        # notebook is generated without running it, so it says where the value is computed
+        key = body.split(":")[0]
+        where = glue_place(key) if glue_place else None
+        return f"*(computed {where or 'in this notebook'}: `{key}`)*"
     if role in ("math",):
         return f"${body}$"
     return f"`{body}`" if role in ("code", "literal", "file", "command") else body
@@ -221,8 +226,39 @@ def _directives(text: str) -> str:
     return "\n".join(out)
 
 
-def plain_markdown(source: str) -> str:
-    """One Markdown cell of a chapter without MyST: what Colab and a bare JupyterLab render."""
+def glue_names(code: str) -> list[re.Pattern]:
+    """The names that ``glue(...)`` calls in ``code`` give values to, as patterns (an f-string
+    name matches any text in place of its fields: ``f"ppl-{name}-1x"``)."""
+    patterns = []
+    for call in GLUE_CALL.finditer(code):
+        parts = re.split(r"\{[^{}]*\}", call["name"]) if call["f"] else [call["name"]]
+        patterns.append(re.compile(".+?".join(re.escape(part) for part in parts)))
+    return patterns
+
+
+def glue_places(cells: list[dict]) -> list[Callable[[str], str | None]]:
+    """For each cell, a function telling where a glued value is computed: "in the code above"
+    (a code cell before it glues that name), "in the code below", or ``None`` (not found)."""
+    names = [glue_names(c["source"]) if c["cell_type"] == "code" else [] for c in cells]
+
+    def place(i: int) -> Callable[[str], str | None]:
+        def where(key: str) -> str | None:
+            for cells_, text in ((names[:i], "in the code above"), (names[i + 1 :], "in the code below")):
+                if any(p.fullmatch(key) for patterns in cells_ for p in patterns):
+                    return text
+            return None
+
+        return where
+
+    return [place(i) for i in range(len(cells))]
+
+
+def plain_markdown(source: str, glue_place: Callable[[str], str | None] | None = None) -> str:
+    """One Markdown cell of a chapter without MyST: what Colab and a bare JupyterLab render.
+
+    A glued value (``{glue:text}`name:format```, computed when the book is built) cannot be
+    known without running the chapter; it becomes ``(computed in the code above: `name`)``,
+    ``glue_place(name)`` telling where (default: "in this notebook")."""
     text = _directives(source)
     text = TARGET.sub("", text)
     equations, _ = _labels()
@@ -234,7 +270,7 @@ def plain_markdown(source: str) -> str:
         return f"$${match['body'].rstrip()}\n\\tag{{{equations[label]}}}\n$$"
 
     text = LABELLED_MATH.sub(tagged, text)
-    text = ROLE.sub(_role, text)
+    text = ROLE.sub(lambda match: _role(match, glue_place), text)
     # links to other pages of the book: to the built site (a notebook opened alone has no pages)
     return re.sub(
         r"\]\((?![a-z]+:|#)(?P<page>[^()\s#]+)\.md(?P<anchor>#[^()\s]*)?\)",
@@ -260,12 +296,13 @@ def paired_ipynb(nb: nbformat.NotebookNode) -> str:
     out.metadata.setdefault("kernelspec", {"display_name": "Python 3", "language": "python", "name": "python3"})
     out.metadata["language_info"] = {"name": "python"}
     out.metadata["colab"] = {"provenance": []}
+    places = glue_places(out.cells)
     for i, cell in enumerate(out.cells):
         cell["id"] = f"cell-{i}"
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
         elif cell.cell_type == "markdown":
-            cell.source = plain_markdown(cell.source)
+            cell.source = plain_markdown(cell.source, places[i])
     return jupytext.writes(out, fmt="ipynb")
 
 

@@ -16,8 +16,8 @@ width, lets the control row wrap, and lets the figure fill the output's width an
 
 from __future__ import annotations
 
+import hashlib
 import html
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from copy import deepcopy
@@ -29,6 +29,7 @@ import ipywidgets as widgets
 import plotly
 import plotly.graph_objects as go
 import torch
+import traitlets
 from plotly.basedatatypes import BaseFigure
 
 __all__ = [
@@ -74,13 +75,25 @@ def _validated(target: BaseFigure, result: Update) -> tuple[list[dict[str, Any]]
         traces, layout = [dict(update) for update in result], {}
     if len(traces) != len(target.data):
         raise ValueError(f"the update gave {len(traces)} traces, the figure has {len(target.data)}")
+    checked = []
     for trace, update in zip(target.data, traces):
         kind = update.get("type", trace.type)
         if kind != trace.type:
             raise ValueError(f"the update turns a {trace.type} trace into a {kind} trace")
-        type(trace)(**{k: v for k, v in update.items() if k != "type"})  # raises on a bad property or value
-    go.Layout(**layout)
-    return traces, layout
+        # raises on a bad property or value; what it holds is the update as Plotly stores it
+        checked.append(type(trace)(**{k: v for k, v in update.items() if k not in ("type", "uid")}).to_plotly_json())
+    return checked, go.Layout(**layout).to_plotly_json()
+
+
+def _merged(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` updated as Plotly updates a figure: nested properties merged, others replaced."""
+    out = dict(base)
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
 
 
 def _apply(target: BaseFigure, traces: list[dict[str, Any]], layout: dict[str, Any]) -> None:
@@ -88,6 +101,8 @@ def _apply(target: BaseFigure, traces: list[dict[str, Any]], layout: dict[str, A
         for trace, update in zip(target.data, traces):
             trace.update(update)
         target.layout.update(layout)
+    if isinstance(target, ExplorerFigure):
+        target._record(traces, layout)
     publish(target)
 
 
@@ -110,8 +125,18 @@ def publish(figure: BaseFigure) -> None:
     others; the frontend's copy of the state turns those into missing coordinates (a text
     trace updated with only ``text`` loses its x and y). Setting both traits after every update
     replaces that copy with the complete, current figure; views already drawn ignore it.
+
+    "The figure as it is now" is, for an :class:`ExplorerFigure`, the figure it was built as
+    with every update since merged in, not Plotly's ``_data``: Plotly drops from ``_data`` any
+    property the frontend reports back among its defaults (a heatmap's ``zmin`` once the
+    frontend has drawn it, a text trace's x and y), so a view drawn from it after a page reload
+    showed another figure (colours rescaled, captions without coordinates). For another
+    ``FigureWidget``, ``_data`` with the coordinates Plotly dropped put back.
     """
-    if isinstance(figure, widgets.Widget):
+    if isinstance(figure, ExplorerFigure):
+        figure._widget_data = deepcopy(figure._shown[0])
+        figure._widget_layout = deepcopy(figure._shown[1])
+    elif isinstance(figure, widgets.Widget):
         # Plotly drops from a trace the properties that equal what the frontend reported back
         # (its defaults, e.g. a text trace's unchanged x and y); a new view needs them
         data = [
@@ -122,19 +147,43 @@ def publish(figure: BaseFigure) -> None:
         figure._widget_layout = deepcopy(figure._layout_obj._props)
 
 
-# anywidget renders a view before the output holding it is attached to the page, so plotly.js
-# draws at its default 700 px, and nothing tells Plotly's widget when the output's width changes.
-# This wrapper around Plotly's own widget module redraws the figure at its element's width
+# The module anywidget loads for every ExplorerFigure: small, because anywidget gives a model
+# 2 s to load its module and initialize, and otherwise drops every later message to it (the
+# figure is drawn once and never updates; "[anywidget] Failed to initialize model." in the
+# console). Plotly's own widget module is 5 MB: on a busy machine (Binder, CI, a reader's laptop
+# running the chapter) evaluating it takes longer than that. So this module only starts loading
+# Plotly's (sent as the trait `_plotly_module`, imported once per page and shared by every
+# figure) and returns; Plotly's model is set up once it is there, from the figure state as it is
+# then (`publish` keeps that state current, so the updates sent meanwhile are not needed), and
+# a view waits for it.
+#
+# It also fits the figure to its output: anywidget renders a view before the output holding it
+# is attached to the page, so plotly.js draws at its default 700 px, and nothing tells Plotly's
+# widget when the output's width changes. The view redraws the figure at its element's width
 # whenever that width changes (plotly.js's `responsive` handler: Plotly.Plots.resize).
-_FIT_TO_WIDTH = """
-const __posvizPlotlyWidget = %s;
+_LOADER = """
+const KEY = "%s";
+const plotlyWidget = (model) => {
+  const cache = (globalThis.__posvizPlotlyWidget ??= {});
+  if (!cache[KEY]) {
+    const url = URL.createObjectURL(new Blob([model.get("_plotly_module")], {type: "text/javascript"}));
+    cache[KEY] = import(url).then((module) => module.default).finally(() => URL.revokeObjectURL(url));
+  }
+  return cache[KEY];
+};
 export default () => {
-  const base = __posvizPlotlyWidget();
+  let base = null;
+  let ready = null;
   return {
     initialize(context) {
-      return base.initialize(context);
+      ready = plotlyWidget(context.model).then((make) => {
+        base = make();
+        return base.initialize(context);
+      });
+      ready.catch((error) => console.error("posviz: Plotly's widget module did not load", error));
     },
-    render(context) {
+    async render(context) {
+      await ready;
       const cleanup = base.render(context);
       const el = context.el;
       let tries = 0;
@@ -160,22 +209,15 @@ export default () => {
 
 
 @cache
-def _figure_module() -> str:
-    """Plotly's widget module with its default export wrapped by :data:`_FIT_TO_WIDTH` (or, if
-    a Plotly release bundles it differently, unchanged)."""
-    code = (Path(plotly.__file__).parent / "package_data" / "widgetbundle.js").read_text(encoding="utf-8")
-    exports = list(re.finditer(r"export\s*\{([^{}]*)\}", code))
-    if not exports:
-        return code
-    last = exports[-1]
-    names = [item.strip() for item in last.group(1).split(",")]
-    default = [item for item in names if re.fullmatch(r"[\w$]+ as default", item)]
-    if len(default) != 1:
-        return code
-    kept = ",".join(item for item in names if item not in default)
-    local = default[0].split()[0]
-    patched = code[: last.start()] + (f"export{{{kept}}}" if kept else "") + code[last.end() :]
-    return patched + _FIT_TO_WIDTH % local
+def _plotly_widget_module() -> str:
+    """Plotly's widget module (its default export: the anywidget widget)."""
+    return (Path(plotly.__file__).parent / "package_data" / "widgetbundle.js").read_text(encoding="utf-8")
+
+
+@cache
+def _loader() -> str:
+    """The module anywidget loads (:data:`_LOADER`), keyed by the Plotly module it loads."""
+    return _LOADER % hashlib.sha256(_plotly_widget_module().encode()).hexdigest()[:16]
 
 
 class ExplorerFigure(go.FigureWidget):
@@ -188,9 +230,13 @@ class ExplorerFigure(go.FigureWidget):
       leaves the opening to :meth:`open`, so that updates made before it arrive whole too.
     * It is drawn at the width of its element and redrawn when that width changes (Plotly's
       widget keeps its first width, usually plotly.js's 700 px default).
+    * Its frontend module is small and loads Plotly's 5 MB one itself, once per page: anywidget
+      gives a model 2 s to load its module, and a model that misses that never hears of an
+      update again (the figure stays as first drawn; see :data:`_LOADER`).
     """
 
-    _esm = _figure_module()
+    _esm = _loader()
+    _plotly_module = traitlets.Unicode(_plotly_widget_module()).tag(sync=True)
 
     def __init__(self, *args: Any, defer_open: bool = False, **kwargs: Any) -> None:
         self._opening_deferred = True
@@ -198,9 +244,19 @@ class ExplorerFigure(go.FigureWidget):
         self._config = {**self._config, "responsive": True}
         self.layout.width = None
         self.layout.autosize = True
+        # what the explorer set: the figure as built, with every update merged in (see publish)
+        self._shown: tuple[list[dict[str, Any]], dict[str, Any]] = (
+            deepcopy(self._data),
+            deepcopy(self._layout_obj._props),
+        )
         self._opening_deferred = False
         if not defer_open:
             self.open()
+
+    def _record(self, traces: Sequence[Mapping[str, Any]], layout: Mapping[str, Any]) -> None:
+        """Merge an update (validated, one dict per trace) into what :func:`publish` sends."""
+        data, shown_layout = self._shown
+        self._shown = ([_merged(t, u) for t, u in zip(data, traces)], _merged(shown_layout, layout))
 
     def open(self) -> None:
         """Open the comm, its state the figure as it is now (no-op while being built)."""
@@ -305,11 +361,11 @@ class Explorer(widgets.VBox):
             with one_thread():
                 result = self.update(**{name: control.value for name, control in self.controls.items()})
             traces, layout = _validated(self.figure, result)  # the widget changes only if this passes
+            _apply(self.figure, traces, layout)
         except Exception as err:  # a callback must never raise
             message = html.escape(f"{type(err).__name__}: {err}")
             self.status.value = f'<span style="color:#b30000">⚠ {message}</span>'
             return False
-        _apply(self.figure, traces, layout)
         self.status.value = ""
         return True
 

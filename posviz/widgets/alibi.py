@@ -2,7 +2,9 @@
 
 Sliders for the number of heads, the head, the row length and a factor that scales the paper's
 slopes; the figure shows that head's bias (the first positions) and the attention its bias alone
-gives the last query of a causal row, by distance, with the bias-only window.
+gives the last query of a causal row, by distance, with the bias-only window, over the same
+curves of the other heads (so that a change of the number of heads shows: head ``h`` of ``H``
+often keeps its slope when ``H`` changes, the set of slopes does not).
 """
 
 from __future__ import annotations
@@ -23,10 +25,34 @@ __all__ = ["alibi_explorer"]
 
 _CPU = torch.device("cpu")
 _F64 = torch.float64
-_HEIGHT = 500
-_MARGIN = {"t": 60, "b": 120}  # room below the panels for the colour bar and the legend
+_HEIGHT = 520
+_MARGIN = {"t": 60, "b": 140}  # room below the panels for the colour bar and the legend
 MAX_LENGTH = 1 << 16
 """The longest row the explorer draws (a longer one is refused with a message)."""
+_FLOOR = 1e-9  # below the weight axis (1e-8 .. 1): where the other heads' curves may stop
+_SAMPLES = 48  # points per other head: on the log axis a(δ) is a straight line, so few suffice
+
+
+def _other_heads(slopes: torch.Tensor, head: int, length: int) -> dict:
+    """One trace of the curves a(δ) of every head but ``head`` (1-based), broken by ``None``.
+
+    On the log weight axis each curve is a straight line (a(δ) ∝ e^(-mδ)) until it leaves the
+    axis, so it is drawn through a few points up to where it falls below ``_FLOOR``.
+    """
+    others = torch.cat([slopes[: head - 1], slopes[head:]])
+    x: list = []
+    y: list = []
+    if len(others):
+        weights = alibi_distance_weights(others, length).numpy()  # [H - 1, L]
+        for row in weights:
+            below = np.flatnonzero(row < _FLOOR)
+            end = int(below[0]) if len(below) else length - 1  # the first point off the axis ends it
+            picked = np.unique(np.linspace(0, end, min(_SAMPLES, end + 1)).round().astype(int))
+            x += [*picked.tolist(), None]
+            y += [*row[picked].tolist(), None]
+    count = len(others)
+    name = f"the other {count} heads" if count != 1 else "the other head"
+    return {"x": x, "y": y, "name": name if count else "no other head", "visible": bool(count)}
 
 
 def _state(num_heads: int, head: int, length: int, scale: float, mass: float, shown: int) -> list[dict]:
@@ -46,6 +72,7 @@ def _state(num_heads: int, head: int, length: int, scale: float, mass: float, sh
     window = int(alibi_effective_window(m[0], mass, length))
     rule = f"ln(10)/m ≈ {math.log(10) / float(m):.1f}" if float(m) > 0 else "m = 0: uniform"
     ticks = list(range(n))
+    others = _other_heads(slopes, head, length)
     return [
         {
             "z": bias,
@@ -55,6 +82,7 @@ def _state(num_heads: int, head: int, length: int, scale: float, mass: float, sh
             "zmax": 0.0,
             "colorbar": {"title": {"text": f"bias, head {head} of {num_heads}"}},
         },
+        others,
         {
             "x": np.arange(length),
             "y": weights,
@@ -82,7 +110,9 @@ def alibi_explorer(
     Left: the bias :math:`-m_h(i-j)` of the chosen head on the first ``shown`` positions (future
     keys blank). Right: the weights :math:`a(\\delta)` that the bias alone gives the last query
     of a row of ``L`` keys (:func:`posviz.alibi.alibi_distance_weights`, log scale) and the window
-    holding ``mass`` of them (:func:`posviz.alibi.alibi_effective_window`).
+    holding ``mass`` of them (:func:`posviz.alibi.alibi_effective_window`), over the same weights
+    of the other heads (grey), so that the number of heads changes the picture even where the
+    chosen head keeps its slope.
     """
     controls = {
         "num_heads": widgets.IntSlider(value=num_heads, min=1, max=64, description="heads"),
@@ -114,6 +144,13 @@ def alibi_explorer(
         ),
         row=1,
         col=1,
+    )
+    fig.add_trace(  # the other heads, under the chosen one
+        go.Scatter(
+            x=[0], y=[1.0], mode="lines", line={"color": "#c7c7c7", "width": 1}, hoverinfo="skip", legendrank=1001
+        ),
+        row=1,
+        col=2,
     )
     fig.add_trace(
         go.Scatter(x=[0], y=[1.0], mode="lines", line={"color": "#1f77b4"}, hovertemplate="δ = %{x}: %{y:.3g}"),

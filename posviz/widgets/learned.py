@@ -22,7 +22,7 @@ import torch
 
 from ..absolute import sinusoidal_encoding
 from ..learned import TrainingRun, WindowMaxConfig, cosine_similarity_matrix, train_grid
-from . import Explorer, explorer, one_thread
+from . import Explorer, colorbar_below, explorer, one_thread
 
 __all__ = ["learned_explorer"]
 
@@ -38,20 +38,24 @@ _TEMPLATE = go.layout.Template(
         "yaxis": _GRID,
     }
 )
-_DOMAINS = ([0.0, 0.25], [0.4, 0.66], [0.74, 1.0])
+_DOMAINS = ([0.0, 0.27], [0.37, 0.64], [0.73, 1.0])
+_HEIGHT = 500
+_MARGIN = {"t": 70, "b": 110, "l": 55, "r": 30}  # below the panels: the x titles, then the colour bars
 
 
 def _figure() -> go.Figure:
     """Three empty panels (table, learned similarity, sinusoidal similarity) and a caption trace."""
     fig = go.Figure()
-    colorbar = {"len": 0.8, "thickness": 12, "y": 0.45}
+    # colour bars under their panels (one between panels lands on the next one's labels at some
+    # output width): the table's under the table, the shared cosine scale under both cosine panels
+    plot_height = _HEIGHT - _MARGIN["t"] - _MARGIN["b"]
     fig.add_trace(
         go.Heatmap(
             z=[[0.0]],
             zmid=0.0,
             colorscale="RdBu",
             reversescale=True,
-            colorbar={**colorbar, "x": 0.26, "thickness": 10, "title": {"text": "P[m, j]"}},
+            colorbar=colorbar_below(_DOMAINS[0], plot_height, title={"text": "P[m, j]"}),
             hovertemplate="position m = %{y}<br>dimension j = %{x}<br>P[m, j] = %{z:.3f}<extra></extra>",
         )
     )
@@ -65,7 +69,9 @@ def _figure() -> go.Figure:
                 colorscale="RdBu",
                 reversescale=True,
                 showscale=axis == "3",
-                colorbar={**colorbar, "x": 1.01, "title": {"text": "cosine"}},
+                colorbar=colorbar_below(
+                    [_DOMAINS[1][0], _DOMAINS[2][1]], plot_height, title={"text": "cosine similarity (both panels)"}
+                ),
                 xaxis=f"x{axis}",
                 yaxis=f"y{axis}",
                 hovertemplate=f"{name}<br>m = %{{y}}, n = %{{x}}<br>cos(p<sub>m</sub>, p<sub>n</sub>) = %{{z:.3f}}"
@@ -86,8 +92,8 @@ def _figure() -> go.Figure:
     )
     hidden = {"visible": False, "range": [0, 1], "fixedrange": True}
     layout = {
-        "height": 440,
-        "margin": {"t": 70, "b": 50, "l": 55, "r": 30},
+        "height": _HEIGHT,
+        "margin": _MARGIN,
         "showlegend": False,
         "template": _TEMPLATE,
         "xaxis4": {**hidden, "domain": [0, 1]},
