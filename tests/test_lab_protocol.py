@@ -35,6 +35,16 @@ from posviz.lab.train import TrainConfig, lr_at, train
 TINY = {"n_layer": 1, "n_head": 2, "n_embd": 16}
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """One torch thread for this module's tiny models (3x less CPU than 2 threads on a busy 2-core
+    machine: OpenMP threads wait for each other on ops of a few hundred elements); restored after."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(autouse=True)
 def _restore_determinism():
     enabled = torch.are_deterministic_algorithms_enabled()
