@@ -514,3 +514,17 @@ def test_cli_replot_publish_draws_the_package_copy(tiny_results, tmp_path, monke
     assert (out / "perplexity.html").exists() and not (out / "results.json").exists()
     assert main(["--quick", "--publish"]) == 2  # a quick run is never published (nothing runs)
     capsys.readouterr()
+
+
+def test_perplexity_axis_labels_whole_values(tiny_results):
+    """The log axis is labelled 5, 10, 20, 50, 100, ...: never Plotly's lone minor digits (a "2" for 200)."""
+    from posviz.lab.figures import _ticks_125
+
+    assert _ticks_125([5.3, 175.6]) == [5.0, 10.0, 20.0, 50.0, 100.0, 200.0]
+    assert _ticks_125([None, 8.0]) == [10.0]  # too few: the figure falls back to Plotly's ticks
+    fig = posviz.lab.perplexity_figure(tiny_results)
+    ticks = list(fig.layout.yaxis.tickvals or [])
+    values = [v for tr in fig.data for v in tr.y if v is not None]
+    if fig.layout.yaxis.tickmode == "array":
+        assert min(ticks) <= max(values) and max(ticks) >= min(values)
+        assert list(fig.layout.yaxis.ticktext) == [f"{t:g}" for t in ticks]

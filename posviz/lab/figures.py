@@ -99,6 +99,22 @@ def _hover(name: str, lengths: list[int], agg: dict, reasons: list, unit: str) -
     return out
 
 
+def _ticks_125(values: list[float | None]) -> list[float]:
+    """1-2-5 tick values spanning the finite positive ``values`` (for a log axis: labelled with their
+    full value, not Plotly's single minor digits such as a lone "2" for 200)."""
+    finite = [v for v in values if v is not None and math.isfinite(v) and v > 0]
+    if not finite:
+        return []
+    lo, hi = min(finite), max(finite)
+    ticks = []
+    for exponent in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
+        for digit in (1, 2, 5):
+            tick = digit * 10.0**exponent
+            if lo / 1.25 <= tick <= hi * 1.25:
+                ticks.append(tick)
+    return ticks
+
+
 def _length_axis(lengths: list[int], train_len: int) -> dict:
     return {
         "type": "log",
@@ -142,6 +158,10 @@ def perplexity_figure(results: dict, *, methods: list[str] | None = None, log_y:
             )
         )
     trained = [results["methods"][n]["trained_as"] == n for n in names]
+    y_ticks = _ticks_125(
+        [v for n in names for key in ("min", "max") for v in results["methods"][n]["aggregate"]["perplexity"][key]]
+    )
+    log_ticks = "array" if len(y_ticks) >= 3 else "auto"  # too few 1-2-5 values: Plotly's own ticks
 
     def visible(mask: list[bool]) -> dict:
         return {"visible": [True if v else "legendonly" for v in mask]}
@@ -157,6 +177,9 @@ def perplexity_figure(results: dict, *, methods: list[str] | None = None, log_y:
         yaxis={
             "type": "log" if log_y else "linear",
             "title": {"text": "perplexity (exp of mean nats per byte; lower is better)"},
+            "tickmode": log_ticks if log_y else "auto",
+            "tickvals": y_ticks,
+            "ticktext": [f"{t:g}" for t in y_ticks],
         },
         legend={
             "title": {"text": "method (bars: min–max over seeds)"},
@@ -206,8 +229,16 @@ def perplexity_figure(results: dict, *, methods: list[str] | None = None, log_y:
                 "active": 0 if log_y else 1,
                 "showactive": True,
                 "buttons": [
-                    {"label": "log y", "method": "relayout", "args": [{"yaxis.type": "log"}]},
-                    {"label": "linear y", "method": "relayout", "args": [{"yaxis.type": "linear"}]},
+                    {
+                        "label": "log y",
+                        "method": "relayout",
+                        "args": [{"yaxis.type": "log", "yaxis.tickmode": log_ticks}],
+                    },
+                    {
+                        "label": "linear y",
+                        "method": "relayout",
+                        "args": [{"yaxis.type": "linear", "yaxis.tickmode": "auto"}],
+                    },
                 ],
             },
             {
