@@ -30,7 +30,8 @@ setup-book: $(VENV)/.book
 setup-test: $(VENV)/.test
 
 # jupyter-cache keys on a notebook's code only: when posviz changes, the cached outputs are stale.
-_build/.posviz-stamp: $(shell find posviz -name '*.py' 2>/dev/null)
+# (posviz.sphinxext only renders outputs, at build time: a change there needs no re-execution.)
+_build/.posviz-stamp: $(shell find posviz -name '*.py' -not -path 'posviz/sphinxext/*' 2>/dev/null)
 	rm -rf _build/.jupyter_cache
 	mkdir -p _build && touch $@
 
