@@ -16,7 +16,9 @@ ipywidgets box holding a Plotly figure):
 * no console error, no error output.
 
 Screenshots of every explorer (1280 and 1920 px wide, before and after moving the controls,
-after the reload) go to ``screenshots/jupyterlab/``. Skipped, with the reason, when Chromium,
+after the reload) go to ``screenshots/jupyterlab/`` (or ``$POSVIZ_SHOTS/jupyterlab/``).
+The notebooks are shown as Colab shows them: JupyterLab runs with ``jupyterlab-myst`` disabled.
+Skipped, with the reason, when Chromium,
 Playwright or JupyterLab is missing. ``POSVIZ_LAB_CHAPTERS=rope,alibi`` limits the chapters.
 """
 
@@ -398,8 +400,10 @@ class Chapter:
 
     def move(self, out: object, index: int, how: str, direction: int) -> str:
         """Move slider ``index`` of ``out`` one way (``direction`` +1: up) by dragging or by an arrow
-        key; return 'changed' (the figure changed) or 'refused' (the status shows a message)."""
+        key; return 'changed' (the figure changed), 'refused' (the status shows a message) or, when
+        the status showed one before the move, 'recovered' (the message is gone)."""
         before = self.signature(out)
+        refused_before = self.measure(out)["status"] != ""
         slider = out.locator(".widget-slider").nth(index)
         handle = slider.locator(".noUi-handle").first
         value = handle.get_attribute("aria-valuenow")
@@ -410,31 +414,37 @@ class Chapter:
             x, y = grip["x"] + grip["width"] / 2, grip["y"] + grip["height"] / 2
             self.page.mouse.move(x, y)
             self.page.mouse.down()
-            self.page.mouse.move(x + direction * 0.15 * track["width"], y, steps=5)
+            # 15 % of the track, or a little more than one step where there are few (3 options)
+            low, high = (float(handle.get_attribute(a)) for a in ("aria-valuemin", "aria-valuemax"))
+            few = low.is_integer() and high.is_integer() and 0 < high - low <= 8
+            fraction = min(0.9, max(0.15, 1.2 / (high - low))) if few else 0.15
+            self.page.mouse.move(x + direction * fraction * track["width"], y, steps=5)
             self.page.mouse.up()
         else:
             handle.focus()
             self.page.keyboard.press("ArrowRight" if direction > 0 else "ArrowLeft")
         result = out.evaluate(
-            """(out, [before, sig, timeout]) => new Promise((resolve, reject) => {
+            """(out, [before, sig, timeout, refusedBefore]) => new Promise((resolve, reject) => {
               // what the figure shows, titles aside (a title that follows every control would hide
               // a figure whose data did not change)
               const shown = (s) => JSON.stringify(
                 Object.entries(JSON.parse(s || '{}')).filter(([k]) => !k.endsWith('title')));
               const signature = eval(sig);
               const t0 = performance.now();
+              const message = () => (out.querySelector('.widget-html-content') || {}).textContent || '';
               const check = () => {
-                const status = out.querySelector('.widget-html-content');
-                if (shown(signature(out)) !== shown(before)) resolve('changed');
-                else if (status && status.textContent.trim()) resolve('refused');
+                const now = message().trim();
+                if (refusedBefore ? !now : shown(signature(out)) !== shown(before))
+                  resolve(refusedBefore ? 'recovered' : 'changed');
+                else if (!refusedBefore && now) resolve('refused');
                 else if (performance.now() - t0 > timeout) resolve('no response: the figure did not change');
                 else setTimeout(check, 50);
               };
               check();
             })""",
-            [before, SIGNATURE, STEP_TIMEOUT_MS],
+            [before, SIGNATURE, STEP_TIMEOUT_MS, refused_before],
         )
-        if result != "changed" and result != "refused":  # say whether the slider or the figure did not move
+        if result not in ("changed", "refused", "recovered"):  # say whether the slider or the figure did not move
             now = handle.get_attribute("aria-valuenow")
             result += f" (the slider went from {value} to {now}; console errors: {self.errors[-3:]})"
         return result
@@ -446,7 +456,9 @@ class Chapter:
         return 1 if high - now > now - low else -1
 
     def drive(self, out: object, label: str) -> None:
-        """Move every enabled slider by dragging and by the keyboard; each move changes the figure."""
+        """Move every enabled slider by dragging and by the keyboard; each move changes the figure,
+        or the explorer refuses the value with its message, and then moving back clears the message
+        and (where the slider has room) the other way is answered too."""
         count = out.locator(".widget-slider").count()
         for i in range(count):
             slider = out.locator(".widget-slider").nth(i)
@@ -456,10 +468,18 @@ class Chapter:
             for how in ("drag", "key"):
                 way = self.room(out, i)
                 result = self.move(out, i, how, way)
-                if result == "refused":  # a value the explorer rejects (with its message): the other way works
-                    result = self.move(out, i, how, -way)
-                    if result == "refused" and how == "key":
+                if result == "refused":  # a value the explorer rejects, with its message
+                    back = self.move(out, i, how, -way)
+                    assert back == "recovered", f"{label}: {how} back on {name!r} after a refused value: {back}"
+                    handle = out.locator(".widget-slider").nth(i).locator(".noUi-handle").first
+                    now, low, high = (float(handle.get_attribute(f"aria-value{a}")) for a in ("now", "min", "max"))
+                    result = "changed"  # refusing the only way the slider can go is an answer
+                    if (now < high) if -way > 0 else (now > low):  # the other way must be answered too
                         result = self.move(out, i, how, -way)
+                        if result == "refused":  # refused both ways (a learned table asked past its rows)
+                            back = self.move(out, i, how, way)
+                            assert back == "recovered", f"{label}: {how} back on {name!r}: {back}"
+                            result = "changed"
                 assert result == "changed", f"{label}: {how} on slider {name!r}: {result}"
                 status = self.measure(out)["status"]
                 assert status == "", f"{label}: after {how} on {name!r} the explorer reports {status!r}"
@@ -522,6 +542,10 @@ def test_chapter_in_jupyterlab(name: str, lab: Lab, pages: object, shots: Path) 
                 changed = _differences(signature, chapter.signature(out))
                 assert not changed, f"{label}: the figure is not the one before the reload: {changed} differ"
                 chapter.shot(out, shots, f"{name}-{k}-{WIDTHS[1]}-reloaded")
+            chapter.page.set_viewport_size({"width": WIDTHS[0], "height": HEIGHT})
+            for k, out in enumerate(outs):
+                chapter.check(out, f"{name}-{k} after a reload, at {WIDTHS[0]} px")
+                chapter.shot(out, shots, f"{name}-{k}-{WIDTHS[0]}-reloaded")
         assert not chapter.unexpected_errors(), f"{name}: console/page errors: {chapter.unexpected_errors()}"
     finally:
         chapter.close()
