@@ -141,6 +141,12 @@
     return ref.charAt(0) + "axis" + ref.slice(1);
   }
 
+  /* A row of more than two buttons (too wide for a phone). Not a dropdown (Plotly's default type):
+     its options fold into one box, so it needs one row, however many options it has. */
+  function isButtonRow(m) {
+    return m.type === "buttons" && (m.buttons || []).length > 2 && (m.direction || "right") === "right";
+  }
+
   /* The phone layout: {layout: {path: value}, traces: [{path: value}]}, read from the original. */
   function narrowChanges(gd, orig, width) {
     var L = {};
@@ -155,17 +161,22 @@
     var tm = orig.layout("margin.t");
     if (tm !== null && tm > 60) L["margin.t"] = Math.max(60, Math.round(tm * 0.8));
     if (orig.layout("title.text")) {
-      // a title wider than the phone starts at the left edge rather than losing both ends
+      // a title wider than the phone starts at the left edge rather than losing both ends, at the
+      // top (under the toolbar's row), not in the middle of a top margin that menus made tall
       L["title.font.size"] = 11;
       L["title.x"] = 0.02;
       L["title.xanchor"] = "left";
       L["title.xref"] = "container";
+      L["title.yref"] = "container";
+      L["title.y"] = 1;
+      L["title.yanchor"] = "top";
+      L["title.pad"] = { t: 40, b: 0, l: 0, r: 0 };
     }
     // Rows of more than two buttons become a column above the plot: make room for it.
     var menuRoom = 0;
     (orig.layout("updatemenus") || []).forEach(function (m) {
-      var n = (m.buttons || []).length;
-      if (n > 2 && (m.direction || "right") === "right") menuRoom = Math.max(menuRoom, n * 27);
+      // a button is ~34 px tall; 24 px more keep the column clear of a panel title under it
+      if (isButtonRow(m)) menuRoom = Math.max(menuRoom, m.buttons.length * 36 + 24);
     });
     // Menus placed right of the plot (x > 1) would take the phone's width: a row above the plot.
     var outside = (orig.layout("updatemenus") || [])
@@ -179,17 +190,19 @@
       L["updatemenus[" + i + "].pad"] = { l: 0, r: 0, t: 0, b: 40 * (outside.length - 1 - k) }; // one row each
     });
     var moved = outside.length;
+    var column = menuRoom > 0; // a column of buttons above the plot, at its left edge
     menuRoom += 40 * moved;
     if (menuRoom) L["margin.t"] = (L["margin.t"] || tm || 80) + menuRoom;
 
     // Legends: above the plot, in rows, left-aligned (Plotly wraps a horizontal legend).
     if (orig.layout("showlegend") !== false) {
-      L["legend.orientation"] = "h";
-      L["legend.x"] = 0;
-      L["legend.xanchor"] = "left";
-      // above the plot, unless menus took that space: then below the x axis
-      L["legend.y"] = moved ? -0.22 : 1.02;
-      L["legend.yanchor"] = moved ? "top" : "bottom";
+      // above the plot in rows; beside a column of buttons, one entry per line at the right;
+      // below the x axis when menus moved out of the right margin took the room above
+      L["legend.orientation"] = column ? "v" : "h";
+      L["legend.x"] = column ? 1 : 0;
+      L["legend.xanchor"] = column ? "right" : "left";
+      L["legend.y"] = moved && !column ? -0.22 : 1.02;
+      L["legend.yanchor"] = moved && !column ? "top" : "bottom";
       L["legend.font.size"] = 10;
       if (orig.layout("legend.title.text")) L["legend.title.side"] = "top"; // not beside the entries
     }
@@ -332,9 +345,10 @@
     (orig.layout("updatemenus") || []).forEach(function (m, i) {
       L["updatemenus[" + i + "].font.size"] = 11;
       if (!(("updatemenus[" + i + "].pad") in L)) L["updatemenus[" + i + "].pad"] = { l: 0, r: 0, t: 0, b: 0 };
-      if ((m.buttons || []).length > 2 && (m.direction || "right") === "right") {
-        // a row of buttons wider than a phone: a column, at the left edge
+      if (isButtonRow(m)) {
+        // a row of buttons wider than a phone: a column, at the left edge, above any panel title
         L["updatemenus[" + i + "].direction"] = "down";
+        L["updatemenus[" + i + "].pad"] = { l: 0, r: 0, t: 0, b: 24 };
         L["updatemenus[" + i + "].x"] = 0;
         L["updatemenus[" + i + "].xanchor"] = "left";
         L["updatemenus[" + i + "].y"] = 1;
