@@ -196,11 +196,11 @@
 
     // Legends: above the plot, in rows, left-aligned (Plotly wraps a horizontal legend).
     if (orig.layout("showlegend") !== false) {
-      // above the plot in rows; beside a column of buttons, one entry per line at the right;
+      // above the plot in rows; beside a column of buttons, one entry per line right of it;
       // below the x axis when menus moved out of the right margin took the room above
       L["legend.orientation"] = column ? "v" : "h";
-      L["legend.x"] = column ? 1 : 0;
-      L["legend.xanchor"] = column ? "right" : "left";
+      L["legend.x"] = column ? 0.45 : 0; // (the column is ~120 px of a phone's ~290 px plot)
+      L["legend.xanchor"] = "left";
       L["legend.y"] = moved && !column ? -0.22 : 1.02;
       L["legend.yanchor"] = moved && !column ? "top" : "bottom";
       L["legend.font.size"] = 10;
