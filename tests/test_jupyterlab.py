@@ -498,9 +498,7 @@ class Chapter:
 
 # Found by this test and not fixed yet (issue #12 stays open for them): reported as xfail, and only
 # for the one check that found them (every check before it stays strict).
-KNOWN_OPEN = {
-    "rope": "after a reload, at 1280 px, the score colour bar sits on the right panel's y-axis title",
-}
+KNOWN_OPEN: dict[str, str] = {}  # chapter -> a defect the test found and that is still open
 
 
 @pytest.mark.parametrize("name", CHAPTERS)

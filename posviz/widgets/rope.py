@@ -23,11 +23,13 @@ from plotly.subplots import make_subplots
 from ..frequencies import rope_frequencies
 from ..plots.rope import K_COLOR, Q_COLOR, _unit_pairs
 from ..rope import apply_rope, rope_complex_view, rope_mean_partial_sum, rope_scores
-from . import Explorer, explorer
+from . import Explorer, colorbar_below, explorer
 
 __all__ = ["rope_explorer"]
 
 _RADIUS = 1.5  # pairs have length 1 (interleaved) or at most sqrt(2) (the same vectors read as half pairs)
+_HEIGHT = 760
+_MARGIN = {"t": 40, "b": 110, "l": 60, "r": 20}  # the bottom holds the score colour bar
 _GAP = 3.4  # distance between the centres of the three planes, drawn side by side on one pair of axes
 _NAMES = ("fastest", "middle", "slowest")
 
@@ -144,7 +146,6 @@ def _figure() -> go.Figure:
             colorscale="RdBu",
             reversescale=True,
             zmid=0,
-            colorbar={"title": {"text": "score"}, "len": 0.55, "y": 0.28, "thickness": 12},
             hovertemplate="query m = %{y}, key n = %{x}<br>score = %{z:.3f}<extra></extra>",
         ),
         row=2,
@@ -179,12 +180,15 @@ def _figure() -> go.Figure:
         row=2,
         col=2,
     )
-    fig.data[4].colorbar.x = fig.layout.xaxis2.domain[1] + 0.01  # just right of the heatmap
+    # under the heatmap: a bar beside it lands on the right panel's axis title at some output width
+    fig.data[4].colorbar = colorbar_below(
+        fig.layout.xaxis2.domain, _HEIGHT - _MARGIN["t"] - _MARGIN["b"], title={"text": "score"}
+    )
     fig.update_yaxes(autorange="reversed", title_text="query m", row=2, col=1)
     fig.update_xaxes(title_text="key n", row=2, col=1)
     fig.update_xaxes(title_text="|m − n| (tokens)", row=2, col=2)
     fig.update_yaxes(title_text="S̄ = (1/(d/2))·Σ|S<sub>j</sub>|", rangemode="tozero", row=2, col=2)
-    fig.update_layout(height=700, margin={"t": 40, "b": 40, "l": 60, "r": 20}, showlegend=False)
+    fig.update_layout(height=_HEIGHT, margin=_MARGIN, showlegend=False)
     # The default template's layout part is all this figure needs (a smaller widget state).
     fig.layout.template = go.layout.Template(layout=pio.templates["plotly"].layout)
     return fig
