@@ -48,3 +48,33 @@ def browser() -> Iterator[object]:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+# --- the lab's tiny models (tests/test_lab*.py ask for these with pytest.mark.usefixtures) -------
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread() -> Iterator[None]:
+    """One torch thread for a module's tiny models (3x less CPU than 2 threads on a busy 2-core
+    machine: OpenMP threads wait for each other on ops of a few hundred elements); restored after."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def restore_determinism() -> Iterator[None]:
+    """Whatever a test does to torch's deterministic-algorithms switch is undone after it."""
+    enabled = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    yield
+    torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+
+
+@pytest.fixture(scope="module")
+def corpus() -> object:
+    """The lab's pydoc corpus, split three ways (read once per module)."""
+    from posviz.lab.data import load_corpus
+
+    return load_corpus()

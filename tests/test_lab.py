@@ -18,7 +18,7 @@ import torch
 import posviz
 import posviz.lab.model as lab_model
 from posviz.lab import ALL_METHODS, GPT, METHODS, GPTConfig, LabConfig, run_experiment
-from posviz.lab.data import eval_windows, load_corpus, load_text, sample_batch
+from posviz.lab.data import eval_windows, load_text, sample_batch
 from posviz.lab.evaluate import evaluate
 from posviz.lab.memory import peak_bytes
 from posviz.lab.results import format_tables, load_results, save_results, validate_results
@@ -27,27 +27,7 @@ from posviz.lab.train import TrainConfig, lr_at, seed_everything, train
 TINY = {"n_layer": 1, "n_head": 2, "n_embd": 16}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """One torch thread for this module's tiny models (3x less CPU than 2 threads on a busy 2-core
-    machine: OpenMP threads wait for each other on ops of a few hundred elements); restored after."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(autouse=True)
-def _restore_determinism():
-    enabled = torch.are_deterministic_algorithms_enabled()
-    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    yield
-    torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
-
-
-@pytest.fixture(scope="module")
-def corpus():
-    return load_corpus()
+pytestmark = pytest.mark.usefixtures("one_torch_thread", "restore_determinism")
 
 
 def tiny_model(method: str, block_size: int = 8, **kw) -> GPT:

@@ -18,7 +18,7 @@ import posviz.lab.memory as lab_memory
 import posviz.lab.model as lab_model
 import posviz.lab.train as lab_train
 from posviz.lab import GPT, GPTConfig, LabConfig, run_experiment
-from posviz.lab.data import OVERLAP_N, eval_windows, load_corpus, load_topics, ngram_set, sample_batch
+from posviz.lab.data import OVERLAP_N, eval_windows, load_topics, ngram_set, sample_batch
 from posviz.lab.evaluate import evaluate, mean_loss
 from posviz.lab.experiment import check_publishable, full_config
 from posviz.lab.model import BeyondLearnedTable
@@ -35,27 +35,7 @@ from posviz.lab.train import TrainConfig, lr_at, train
 TINY = {"n_layer": 1, "n_head": 2, "n_embd": 16}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """One torch thread for this module's tiny models (3x less CPU than 2 threads on a busy 2-core
-    machine: OpenMP threads wait for each other on ops of a few hundred elements); restored after."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(autouse=True)
-def _restore_determinism():
-    enabled = torch.are_deterministic_algorithms_enabled()
-    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    yield
-    torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
-
-
-@pytest.fixture(scope="module")
-def corpus():
-    return load_corpus()
+pytestmark = pytest.mark.usefixtures("one_torch_thread", "restore_determinism")
 
 
 def spy_optimizer(monkeypatch) -> dict:

@@ -17,7 +17,7 @@ import torch
 
 from posviz.lab import GPT, METHODS, GPTConfig, LabConfig, run_experiment
 from posviz.lab.cli import main
-from posviz.lab.data import load_corpus, load_file_corpus
+from posviz.lab.data import load_file_corpus
 from posviz.lab.distributed import Runtime
 from posviz.lab.evaluate import evaluate
 from posviz.lab.experiment import PRESETS, gpu_config, quick_config
@@ -29,27 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine (CUDA-only path)")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """One torch thread for this module's tiny models (3x less CPU than 2 threads on a busy 2-core
-    machine: OpenMP threads wait for each other on ops of a few hundred elements); restored after."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(autouse=True)
-def _restore_determinism():
-    enabled = torch.are_deterministic_algorithms_enabled()
-    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    yield
-    torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
-
-
-@pytest.fixture(scope="module")
-def corpus():
-    return load_corpus()
+pytestmark = pytest.mark.usefixtures("one_torch_thread", "restore_determinism")
 
 
 # --- torchrun: 2 processes = 1 process ---------------------------------------------------------------
