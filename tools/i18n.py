@@ -1,0 +1,212 @@
+"""The Chinese edition: extract the English prose into catalogs, and build the book from them.
+
+English (``book/*.md``) is the source. Sphinx's standard translation workflow makes the Chinese
+edition from gettext catalogs committed under ``locale/zh_CN/LC_MESSAGES/`` (one ``.po`` per
+page), so code cells and figures exist once and a code change reaches both editions at the next
+build.
+
+    python tools/i18n.py update   # English prose changed: refresh the catalogs (make translations)
+    python tools/i18n.py html     # build the Chinese edition into _build/html/zh/ (make book)
+    python tools/i18n.py check    # catalog statistics; exit 1 on untranslated or fuzzy messages
+
+``update`` extracts the messages (Sphinx's ``gettext`` builder, outputs not executed) and merges
+them into the catalogs with ``sphinx-intl``: a changed paragraph comes back untranslated (its old
+translation marked fuzzy), and ``make test`` fails until it is translated again.
+
+The API reference's docstrings stay English (the Chinese API page says so): messages that come
+only from docstrings are left out of the catalogs.
+
+``html`` reuses the English build's execution cache (``_build/.jupyter_cache``): nothing
+executes twice. Figures are translated as the page is rendered, through ``posviz``'s own
+catalog (``posviz/locale``), by ``posviz.sphinxext``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "_build"
+LOCALE = ROOT / "locale"
+LANGUAGES = {"zh_CN": "zh"}  # language -> the edition's folder under _build/html
+
+
+def sphinx(builder: str, outdir: Path, doctrees: Path, overrides: dict, strict: bool) -> int:
+    """Build the book with jupyter-book's Sphinx wrapper and ``_config.yml``, plus ``overrides``."""
+    from jupyter_book.sphinx import build_sphinx
+
+    config = {
+        "external_toc_path": (ROOT / "_toc.yml").as_posix(),
+        "latex_individualpages": False,
+        # one execution cache for every edition (myst-nb's default sits beside the output folder)
+        "nb_execution_cache_path": str(BUILD / ".jupyter_cache"),
+        **overrides,
+    }
+    if strict:
+        config["nitpicky"] = True
+    result = build_sphinx(
+        ROOT,
+        outdir,
+        noconfig=True,
+        path_config=str(ROOT / "_config.yml"),
+        confoverrides=config,
+        doctreedir=doctrees,
+        builder=builder,
+        warningiserror=strict,
+        keep_going=strict,
+    )
+    return result if isinstance(result, int) else 1
+
+
+def drop_docstrings(pot: Path) -> int:
+    """Remove the messages that come only from docstrings (autodoc) from a template.
+
+    Returns how many were removed.
+    """
+    from babel.messages.pofile import read_po, write_po
+
+    with pot.open("rb") as f:
+        catalog = read_po(f)
+    dropped = [
+        m.id
+        for m in catalog
+        # autodoc's locations read "of posviz.rope:3" (a module, not a file under book/)
+        if m.id and not any(str(path).endswith(".md") for path, _ in m.locations)
+    ]
+    for msgid in dropped:
+        del catalog[msgid]
+    with pot.open("wb") as f:
+        write_po(f, catalog, width=100)
+    return len(dropped)
+
+
+# What a translation must carry over unchanged: MyST roles (a {ref} keeps its target, its title
+# may be translated), math, inline code and link targets.
+_SPAN = re.compile(
+    r"(?P<role>\{[\w:-]+\}`[^`]*`)"
+    r"|(?P<dmath>\$\$.+?\$\$)"
+    r"|(?P<math>\$[^$]+?\$)"
+    r"|(?P<code>``.+?``|`[^`]+`)"
+    r"|(?P<link>\]\([^)]*\))",
+    re.S,
+)
+_TITLED = re.compile(r"^(\{(?:ref|numref|doc|download)\})`.*<([^<>]+)>`$", re.S)
+
+
+def spans(text: str) -> list[str]:
+    """The roles, math, inline code and link targets of a message, sorted."""
+    found = []
+    for match in _SPAN.finditer(text):
+        span = match.group(0)
+        titled = _TITLED.match(span)
+        found.append(f"{titled[1]}`<{titled[2]}>`" if titled else span)
+    return sorted(found)
+
+
+def needs_words(msgid: str) -> bool:
+    """Whether a message has words to translate (not only numbers, math, code and roles)."""
+    return re.search(r"[A-Za-z]{2,}", _SPAN.sub(" ", msgid)) is not None
+
+
+def lint(po: Path) -> list[str]:
+    """Problems of one catalog's translations: a changed role, math span, code or link target."""
+    from babel.messages.pofile import read_po
+
+    with po.open("rb") as f:
+        catalog = read_po(f)
+    problems = []
+    for m in catalog:
+        if m.id and m.string and spans(m.id) != spans(m.string):
+            lost = sorted(set(spans(m.id)) - set(spans(m.string)))
+            extra = sorted(set(spans(m.string)) - set(spans(m.id)))
+            problems.append(f"{po.name}: {m.id[:60]!r}...: missing {lost}, extra {extra}")
+    return problems
+
+
+def fill_untranslatable(po: Path) -> int:
+    """Give messages with nothing to translate (numbers, math, code) their own text."""
+    from babel.messages.pofile import read_po, write_po
+
+    with po.open("rb") as f:
+        catalog = read_po(f)
+    filled = 0
+    for m in catalog:
+        if m.id and not m.string and not needs_words(m.id):
+            m.string = m.id
+            filled += 1
+    if filled:
+        with po.open("wb") as f:
+            write_po(f, catalog, width=100)
+    return filled
+
+
+def update() -> int:
+    out = BUILD / "gettext"
+    rc = sphinx("gettext", out, BUILD / ".doctrees-gettext", {"nb_execution_mode": "off"}, False)
+    if rc:
+        return rc
+    dropped = sum(drop_docstrings(p) for p in sorted(out.rglob("*.pot")))
+    print(f"left {dropped} docstring messages to the English API reference")
+    bin_dir = Path(sys.executable).parent
+    for language in LANGUAGES:
+        subprocess.run(
+            [bin_dir / "sphinx-intl", "update", "-p", out, "-d", LOCALE, "-l", language, "-w", "100"],
+            check=True,
+        )
+    filled = sum(fill_untranslatable(p) for p in sorted(LOCALE.rglob("*.po")))
+    print(f"{filled} messages with nothing to translate (numbers, math, code) kept as they are")
+    return check(strict=False)
+
+
+def html() -> int:
+    rc = 0
+    for language, folder in LANGUAGES.items():
+        rc |= sphinx(
+            "html",
+            BUILD / "html" / folder,
+            BUILD / f".doctrees-{folder}",
+            {"language": language},
+            True,
+        )
+    return rc
+
+
+def stats(po: Path) -> tuple[int, int, int]:
+    """(translated, fuzzy, untranslated) messages of one catalog."""
+    from babel.messages.pofile import read_po
+
+    with po.open("rb") as f:
+        catalog = read_po(f)
+    messages = [m for m in catalog if m.id]
+    fuzzy = sum(m.fuzzy for m in messages)
+    untranslated = sum(not m.string for m in messages if not m.fuzzy)
+    return len(messages) - fuzzy - untranslated, fuzzy, untranslated
+
+
+def check(strict: bool = True) -> int:
+    bad = 0
+    total = [0, 0, 0]
+    for po in sorted(LOCALE.rglob("*.po")):
+        t, f, u = stats(po)
+        total = [total[0] + t, total[1] + f, total[2] + u]
+        print(f"{po.relative_to(ROOT)}: {t} translated, {f} fuzzy, {u} untranslated")
+        bad += f + u
+    print(f"all catalogs: {total[0]} translated, {total[1]} fuzzy, {total[2]} untranslated")
+    problems = [p for po in sorted(LOCALE.rglob("*.po")) for p in lint(po)]
+    print("\n".join(problems) or "every translation keeps its roles, math, code and link targets")
+    return 1 if (strict and (bad or problems)) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["update", "html", "check"])
+    args = parser.parse_args(argv)
+    return {"update": update, "html": html, "check": check}[args.command]()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
