@@ -28,8 +28,15 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["Choice", "MultipleChoice", "Numeric", "SelfCheck", "self_check"]
+from .i18n import N_, message_of, translate, translate_text
+
+__all__ = ["MIME", "Choice", "MultipleChoice", "Numeric", "SelfCheck", "self_check"]
+
+MIME = "application/vnd.posviz.selfcheck+json"
+"""The block's data, beside its HTML: the book renders it in the edition's language
+(``posviz.sphinxext``); JupyterLab and Colab show the HTML."""
 
 _LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
 
@@ -173,16 +180,16 @@ root.querySelectorAll("fieldset.self-check").forEach(function(q){
 """
 
 _WORDS = {
-    "title": "Check yourself",
-    "check": "Check",
-    "right": "Right.",
-    "wrong": "Not quite.",
-    "pick": "Pick an answer first.",
-    "number": "Type a number (e.g. 0.25 or 1e-3).",
-    "value": "The value is {v}.",
-    "again": "Try again, or show the answer.",
-    "show": "Show answer",
-    "answer_label": "Your answer",
+    "title": N_("Check yourself"),
+    "check": N_("Check"),
+    "right": N_("Right."),
+    "wrong": N_("Not quite."),
+    "pick": N_("Pick an answer first."),
+    "number": N_("Type a number (e.g. 0.25 or 1e-3)."),
+    "value": N_("The value is {v}."),
+    "again": N_("Try again, or show the answer."),
+    "show": N_("Show answer"),
+    "answer_label": N_("Your answer"),
 }
 
 
@@ -229,6 +236,56 @@ class SelfCheck:
             f'<button type="button" class="sc-show">{html.escape(self.words["show"])}</button></div>'
             f'<template>{_rich(q.why)}</template>{feedback}</fieldset>'
         )
+
+    def _strings(self) -> list[str]:
+        out = [self.title]
+        for q in self.questions:
+            out.append(q.prompt)
+            if isinstance(q, MultipleChoice):
+                out += [x for c in q.choices for x in (c.text, c.why)]
+            else:
+                out += [q.why, q.unit]
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The block as data, with the message behind each string (:func:`posviz.i18n.tr`)."""
+        questions = []
+        for q in self.questions:
+            if isinstance(q, MultipleChoice):
+                choices = [{"text": c.text, "why": c.why, "correct": c.correct} for c in q.choices]
+                questions.append({"kind": "choice", "prompt": q.prompt, "choices": choices})
+            else:
+                questions.append({
+                    "kind": "numeric", "prompt": q.prompt, "answer": float(q.answer), "why": q.why,
+                    "abs_tol": q.abs_tol, "rel_tol": q.rel_tol, "unit": q.unit, "digits": q.digits,
+                })
+        messages = {s: message_of(s) for s in self._strings() if s and message_of(s)}
+        return {"title": self.title, "key": self.key, "questions": questions, "messages": messages}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], language: str = "en") -> SelfCheck:
+        """A block from :meth:`to_json`'s data, its strings and buttons in ``language``."""
+        record = data.get("messages") or {}
+
+        def t(text: str) -> str:
+            return translate_text(text, language, record) if text else text
+
+        questions: list[Question] = []
+        for q in data["questions"]:
+            if q["kind"] == "choice":
+                choices = [Choice(t(c["text"]), t(c["why"]), c["correct"]) for c in q["choices"]]
+                questions.append(MultipleChoice(t(q["prompt"]), choices))
+            else:
+                fields = {k: q[k] for k in ("answer", "abs_tol", "rel_tol", "digits")}
+                questions.append(Numeric(t(q["prompt"]), why=t(q["why"]), unit=t(q["unit"]), **fields))
+        words = {k: translate(v, language) if k != "value" else translate(v, language, v="{v}")
+                 for k, v in _WORDS.items()}
+        title = data["title"]
+        title = translate(title, language) if title == _WORDS["title"] else t(title)
+        return cls(questions, title=title, key=data.get("key", ""), words=words)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return {"text/html": self._repr_html_(), MIME: self.to_json()}
 
     def _repr_html_(self) -> str:
         block = self._id()

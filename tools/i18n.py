@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "_build"
 LOCALE = ROOT / "locale"
+CHAPTERS = ("attention", "sinusoidal", "learned", "relative", "rope", "alibi", "extrapolation")
+POSVIZ_LOCALE = ROOT / "posviz" / "locale"  # figure text and self-check questions (posviz.i18n)
 LANGUAGES = {"zh_CN": "zh"}  # language -> the edition's folder under _build/html
 
 
@@ -112,14 +115,29 @@ def needs_words(msgid: str) -> bool:
     return re.search(r"[A-Za-z]{2,}", _SPAN.sub(" ", msgid)) is not None
 
 
+_FIELDS = re.compile(r"%\{[^{}]*\}|(?<!\{)\{[A-Za-z_][\w]*(?:![rsa])?(?::[^{}]*)?\}(?!\})|</?(?:br|sub|sup|b|i|extra|span)\b[^>]*>")
+
+
+def fields(text: str) -> list[str]:
+    """The format fields, Plotly placeholders and HTML tags of a figure message, sorted."""
+    return sorted(_FIELDS.findall(text))
+
+
 def lint(po: Path) -> list[str]:
-    """Problems of one catalog's translations: a changed role, math span, code or link target."""
+    """Problems of one catalog's translations: a changed role, math span, code or link target;
+    in posviz's catalogs also a changed format field (``{name:.3f}``), Plotly placeholder
+    (``%{y:.3f}``) or HTML tag."""
     from babel.messages.pofile import read_po
 
     with po.open("rb") as f:
         catalog = read_po(f)
     problems = []
+    figure_text = POSVIZ_LOCALE in po.parents
     for m in catalog:
+        if m.id and m.string and figure_text and fields(m.id) != fields(m.string):
+            lost = sorted(set(fields(m.id)) - set(fields(m.string)))
+            extra = sorted(set(fields(m.string)) - set(fields(m.id)))
+            problems.append(f"{po.name}: {m.id[:60]!r}...: fields/tags missing {lost}, extra {extra}")
         if m.id and m.string and spans(m.id) != spans(m.string):
             lost = sorted(set(spans(m.id)) - set(spans(m.string)))
             extra = sorted(set(spans(m.string)) - set(spans(m.id)))
@@ -144,6 +162,77 @@ def fill_untranslatable(po: Path) -> int:
     return filled
 
 
+def _code_cells(md: Path) -> list[tuple[str, int]]:
+    """(code, first line) of each code cell of a MyST notebook."""
+    text = md.read_text(encoding="utf-8")
+    cells = []
+    for m in re.finditer(r"```\{code-cell\}[^\n]*\n((?::[^\n]*\n)*)(.*?)\n```", text, re.S):
+        cells.append((m.group(2), text.count("\n", 0, m.start(2)) + 1))
+    return cells
+
+
+def figure_templates() -> dict[Path, list[tuple[str, str, int]]]:
+    """posviz's own messages: catalog path -> [(msgid, source, line)].
+
+    ``figures/<chapter>.po``: the ``tr``/``translate``/``N_`` messages of that chapter's figures and
+    explorer; ``posviz.po``: the library's other messages; ``selfcheck/<chapter>.po``: those of each
+    chapter's code cells (its self-check questions).
+    """
+    from posviz.i18n import messages_in
+
+    out: dict[Path, list[tuple[str, str, int]]] = {}
+    for py in sorted((ROOT / "posviz").rglob("*.py")):
+        rel = py.relative_to(ROOT)
+        found = [(msg, rel.as_posix(), line) for msg, line in messages_in(py.read_text(encoding="utf-8"))]
+        if not found:
+            continue
+        # one file per chapter's figures and explorers (posviz.plots.X, posviz.widgets.X; the lab's
+        # figures with the lab chapter), the rest (figure descriptions, self-check buttons) in posviz.po
+        if rel.parts[1] in ("plots", "widgets") and rel.stem in CHAPTERS:
+            out.setdefault(Path("figures") / f"{rel.stem}.po", []).extend(found)
+        elif rel.parts[1] == "lab":
+            out.setdefault(Path("figures") / "extrapolation.po", []).extend(found)
+        else:
+            out.setdefault(Path("posviz.po"), []).extend(found)
+    for md in sorted((ROOT / "book").glob("*.md")):
+        found = []
+        for code, first in _code_cells(md):
+            try:
+                found += [(msg, f"book/{md.name}", first + line - 1) for msg, line in messages_in(code)]
+            except SyntaxError:  # IPython magics: no messages there
+                continue
+        if found:
+            out[Path("selfcheck") / f"{md.stem}.po"] = found
+    return out
+
+
+def update_figure_catalogs() -> None:
+    """Merge posviz's messages into ``posviz/locale/<language>/LC_MESSAGES`` (new ones untranslated,
+    changed ones fuzzy, gone ones dropped)."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.pofile import read_po, write_po
+
+    for language in LANGUAGES:
+        folder = POSVIZ_LOCALE / language / "LC_MESSAGES"
+        for rel, messages in figure_templates().items():
+            template = Catalog(project="posviz", fuzzy=False)
+            for msgid, source, line in messages:
+                template.add(msgid, locations=[(source, line)], flags=("no-python-format",) if "%" in msgid else ())
+            path = folder / rel
+            if path.exists():
+                with path.open("rb") as f:
+                    catalog = read_po(f, locale=language)
+                catalog.update(template, update_header_comment=False)
+            else:
+                catalog = Catalog(locale=language, project="posviz", fuzzy=False)
+                for m in template:
+                    if m.id:
+                        catalog.add(m.id, locations=m.locations, flags=m.flags)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("wb") as f:
+                write_po(f, catalog, width=100, ignore_obsolete=True, omit_header=False)
+
+
 def update() -> int:
     out = BUILD / "gettext"
     rc = sphinx("gettext", out, BUILD / ".doctrees-gettext", {"nb_execution_mode": "off"}, False)
@@ -157,22 +246,30 @@ def update() -> int:
             [bin_dir / "sphinx-intl", "update", "-p", out, "-d", LOCALE, "-l", language, "-w", "100"],
             check=True,
         )
-    filled = sum(fill_untranslatable(p) for p in sorted(LOCALE.rglob("*.po")))
+    update_figure_catalogs()
+    filled = sum(fill_untranslatable(p) for p in sorted(CATALOGS()))
     print(f"{filled} messages with nothing to translate (numbers, math, code) kept as they are")
     return check(strict=False)
 
 
 def html() -> int:
+    """Build each translation in its own folder, then copy it into the English site.
+
+    (myst-nb writes executed notebooks beside the output folder, so building straight into
+    ``_build/html/zh`` would leave a ``jupyter_execute`` folder in the English site.)
+    """
     rc = 0
     for language, folder in LANGUAGES.items():
-        rc |= sphinx(
-            "html",
-            BUILD / "html" / folder,
-            BUILD / f".doctrees-{folder}",
-            {"language": language},
-            True,
-        )
+        out = BUILD / language / "html"
+        rc |= sphinx("html", out, BUILD / language / ".doctrees", {"language": language}, True)
+        site = BUILD / "html" / folder
+        shutil.rmtree(site, ignore_errors=True)
+        shutil.copytree(out, site)
     return rc
+
+
+def CATALOGS() -> list[Path]:  # noqa: N802 - a constant's spelling: every catalog of every edition
+    return sorted(LOCALE.rglob("*.po")) + sorted(POSVIZ_LOCALE.rglob("*.po"))
 
 
 def stats(po: Path) -> tuple[int, int, int]:
@@ -190,13 +287,13 @@ def stats(po: Path) -> tuple[int, int, int]:
 def check(strict: bool = True) -> int:
     bad = 0
     total = [0, 0, 0]
-    for po in sorted(LOCALE.rglob("*.po")):
+    for po in CATALOGS():
         t, f, u = stats(po)
         total = [total[0] + t, total[1] + f, total[2] + u]
         print(f"{po.relative_to(ROOT)}: {t} translated, {f} fuzzy, {u} untranslated")
         bad += f + u
     print(f"all catalogs: {total[0]} translated, {total[1]} fuzzy, {total[2]} untranslated")
-    problems = [p for po in sorted(LOCALE.rglob("*.po")) for p in lint(po)]
+    problems = [p for po in CATALOGS() for p in lint(po)]
     print("\n".join(problems) or "every translation keeps its roles, math, code and link targets")
     return 1 if (strict and (bad or problems)) else 0
 

@@ -16,6 +16,7 @@ from typing import Literal
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..i18n import N_, tr, translatable
 from ..plots import slider_figure
 from .results import perplexity_ratio, validate_results
 
@@ -42,21 +43,21 @@ METHOD_COLORS: dict[str, str] = {
     "alibi": "#d62728",
 }
 _LABELS = {
-    "none": "NoPE (none)",
-    "sinusoidal": "sinusoidal",
-    "learned": "learned",
-    "shaw": "Shaw (relative k/v)",
-    "t5": "T5 bias",
+    "none": N_("NoPE (none)"),
+    "sinusoidal": N_("sinusoidal"),
+    "learned": N_("learned"),
+    "shaw": N_("Shaw (relative k/v)"),
+    "t5": N_("T5 bias"),
     "rope": "RoPE",
-    "rope-pi": "RoPE + position interpolation",
-    "rope-ntk": "RoPE + NTK-aware base",
+    "rope-pi": N_("RoPE + position interpolation"),
+    "rope-ntk": N_("RoPE + NTK-aware base"),
     "alibi": "ALiBi",
 }
 _PAPER_SET = ("sinusoidal", "rope", "t5", "alibi")  # the ALiBi paper's Figure 1
 
 
 def _label(name: str) -> str:
-    return _LABELS.get(name, name)
+    return tr(_LABELS[name]) if name in _LABELS else name
 
 
 def _color(name: str) -> str:
@@ -67,15 +68,21 @@ def _subtitle(results: dict) -> str:
     cfg = results["config"]
     model = cfg["model"]
     seeds = len(cfg["seeds"])
-    return (
-        f"trained at {results['train_len']} bytes; d={model['n_embd']}, {model['n_layer']} layers, "
-        f"{model['n_head']} heads, {cfg['train']['steps']} steps; {seeds} seed{'s' if seeds > 1 else ''}"
+    return tr(
+        "trained at {results} bytes; d={model}, {model2} layers, {model3} heads, {cfg} steps; {seeds} seed{value}",
+        results=results["train_len"],
+        model=model["n_embd"],
+        model2=model["n_layer"],
+        model3=model["n_head"],
+        cfg=cfg["train"]["steps"],
+        seeds=seeds,
+        value="s" if seeds > 1 else "",
     )
 
 
 def _threads(results: dict) -> str:
     n = results["machine"].get("torch_threads")
-    return f"{n} thread{'' if n == 1 else 's'}"
+    return tr("1 thread") if n == 1 else tr("{n} threads", n=n)
 
 
 def _errors(agg: dict) -> tuple[list, list]:
@@ -88,13 +95,25 @@ def _hover(name: str, lengths: list[int], agg: dict, reasons: list, unit: str) -
     out = []
     for i, length in enumerate(lengths):
         if agg["mean"][i] is None:
-            out.append(f"{_label(name)}<br>L = {length}: cannot run<br>{reasons[i] or ''}")
+            out.append(
+                tr(
+                    "{label}<br>L = {length}: cannot run<br>{value}",
+                    label=_label(name),
+                    length=length,
+                    value=reasons[i] or "",
+                )
+            )
             continue
         std = agg["std"][i]
         out.append(
             f"{_label(name)}<br>L = {length}<br>{unit} {agg['mean'][i]:.4g}"
-            + (f" ± {std:.2g} (std)" if std is not None else "")
-            + f"<br>min {agg['min'][i]:.4g}, max {agg['max'][i]:.4g} over {agg['n'][i]} seeds"
+            + (tr(" ± {std:.2g} (std)", std=std) if std is not None else "")
+            + tr(
+                "<br>min {agg:.4g}, max {agg2:.4g} over {agg3} seeds",
+                agg=agg["min"][i],
+                agg2=agg["max"][i],
+                agg3=agg["n"][i],
+            )
         )
     return out
 
@@ -120,10 +139,11 @@ def _length_axis(lengths: list[int], train_len: int) -> dict:
         "type": "log",
         "tickvals": lengths,
         "ticktext": [f"{n}<br>({n // train_len}×)" if n % train_len == 0 else str(n) for n in lengths],
-        "title": {"text": "evaluation length L (bytes per window; multiple of the training length)"},
+        "title": {"text": tr("evaluation length L (bytes per window; multiple of the training length)")},
     }
 
 
+@translatable
 def perplexity_figure(results: dict, *, methods: list[str] | None = None, log_y: bool = True) -> go.Figure:
     """Held-out perplexity vs evaluation length, one line per method (mean over seeds, min–max bars).
 
@@ -144,7 +164,7 @@ def perplexity_figure(results: dict, *, methods: list[str] | None = None, log_y:
         reasons = m["seeds"][0]["cannot_run"]
         label = _label(name)
         if any(r is not None for r in reasons):
-            label += f" (no positions past {m.get('max_length') or train_len})"
+            label += tr(" (no positions past {value})", value=m.get("max_length") or train_len)
         fig.add_trace(
             go.Scatter(
                 x=lengths,
@@ -167,22 +187,33 @@ def perplexity_figure(results: dict, *, methods: list[str] | None = None, log_y:
         return {"visible": [True if v else "legendonly" for v in mask]}
 
     method_buttons = [
-        {"label": "all methods", "method": "restyle", "args": [visible([True] * len(names))]},
-        {"label": "trained methods only", "method": "restyle", "args": [visible(trained)]},
-        {"label": "ALiBi paper's Fig. 1 set", "method": "restyle", "args": [visible([n in _PAPER_SET for n in names])]},
-    ] + [{"label": f"only {_label(n)}", "method": "restyle", "args": [visible([k == n for k in names])]} for n in names]
+        {"label": tr("all methods"), "method": "restyle", "args": [visible([True] * len(names))]},
+        {"label": tr("trained methods only"), "method": "restyle", "args": [visible(trained)]},
+        {
+            "label": tr("ALiBi paper's Fig. 1 set"),
+            "method": "restyle",
+            "args": [visible([n in _PAPER_SET for n in names])],
+        },
+    ] + [
+        {"label": tr("only {label}", label=_label(n)), "method": "restyle", "args": [visible([k == n for k in names])]}
+        for n in names
+    ]
     fig.update_layout(
-        title={"text": f"Train short, test long: held-out perplexity<br><sup>{_subtitle(results)}</sup>"},
+        title={
+            "text": tr(
+                "Train short, test long: held-out perplexity<br><sup>{subtitle}</sup>", subtitle=_subtitle(results)
+            )
+        },
         xaxis=_length_axis(lengths, train_len),
         yaxis={
             "type": "log" if log_y else "linear",
-            "title": {"text": "perplexity (exp of mean nats per byte; lower is better)"},
+            "title": {"text": tr("perplexity (exp of mean nats per byte; lower is better)")},
             "tickmode": log_ticks if log_y else "auto",
             "tickvals": y_ticks,
             "ticktext": [f"{t:g}" for t in y_ticks],
         },
         legend={
-            "title": {"text": "method (bars: min–max over seeds)"},
+            "title": {"text": tr("method (bars: min–max over seeds)")},
             "x": 1.02,
             "xanchor": "left",
             "y": 0.78,
@@ -211,7 +242,7 @@ def perplexity_figure(results: dict, *, methods: list[str] | None = None, log_y:
                 "xref": "x",
                 "y": 1,
                 "yref": "paper",
-                "text": "training length",
+                "text": tr("training length"),
                 "showarrow": False,
                 "xanchor": "left",
                 "yanchor": "bottom",
@@ -230,12 +261,12 @@ def perplexity_figure(results: dict, *, methods: list[str] | None = None, log_y:
                 "showactive": True,
                 "buttons": [
                     {
-                        "label": "log y",
+                        "label": tr("log y"),
                         "method": "relayout",
                         "args": [{"yaxis.type": "log", "yaxis.tickmode": log_ticks}],
                     },
                     {
-                        "label": "linear y",
+                        "label": tr("linear y"),
                         "method": "relayout",
                         "args": [{"yaxis.type": "linear", "yaxis.tickmode": "auto"}],
                     },
@@ -255,6 +286,7 @@ def perplexity_figure(results: dict, *, methods: list[str] | None = None, log_y:
     return fig
 
 
+@translatable
 def paired_difference_figure(results: dict, *, methods: list[str] | None = None) -> go.Figure:
     """Per-seed paired differences to the baseline (``results["paired"]``, perplexity of the method
     minus the baseline's with the same seed) against evaluation length: the mean over seeds, bars
@@ -281,13 +313,20 @@ def paired_difference_figure(results: dict, *, methods: list[str] | None = None)
         hover = []
         for i, n in enumerate(lengths):
             if p["mean"][i] is None:
-                hover.append(f"{_label(name)}<br>L = {n}: cannot run")
+                hover.append(tr("{label}<br>L = {n}: cannot run", label=_label(name), n=n))
                 continue
             per_seed = ", ".join(f"{d:+.3f}" for d in p["diff"][i])
-            verdict = "inside the seed spread" if p["inside_spread"][i] else "outside the seed spread"
+            verdict = tr("inside the seed spread") if p["inside_spread"][i] else tr("outside the seed spread")
             hover.append(
-                f"{_label(name)} − {_label(base)}<br>L = {n}: {p['mean'][i]:+.3f} (mean)<br>per seed: {per_seed}"
-                f"<br>{verdict}"
+                tr(
+                    "{label} − {label2}<br>L = {n}: {p:+.3f} (mean)<br>per seed: {per_seed}<br>{verdict}",
+                    label=_label(name),
+                    label2=_label(base),
+                    n=n,
+                    p=p["mean"][i],
+                    per_seed=per_seed,
+                    verdict=verdict,
+                )
             )
         fig.add_trace(
             go.Scatter(
@@ -304,12 +343,19 @@ def paired_difference_figure(results: dict, *, methods: list[str] | None = None)
         )
     fig.update_layout(
         title={
-            "text": f"Paired by seed: perplexity minus {_label(base)}'s<br><sup>{_subtitle(results)}; "
-            "open marker = inside the seed spread</sup>"
+            "text": tr(
+                "Paired by seed: perplexity minus {label}'s<br><sup>{subtitle}; open marker = "
+                "inside the seed spread</sup>",
+                label=_label(base),
+                subtitle=_subtitle(results),
+            )
         },
         xaxis=_length_axis(lengths, train_len),
-        yaxis={"title": {"text": f"perplexity − {_label(base)} (same seed; below 0 is better)"}, "zeroline": True},
-        legend={"title": {"text": "method (bars: min–max over seeds)"}},
+        yaxis={
+            "title": {"text": tr("perplexity − {label} (same seed; below 0 is better)", label=_label(base))},
+            "zeroline": True,
+        },
+        legend={"title": {"text": tr("method (bars: min–max over seeds)")}},
         hovermode="closest",
         template="plotly_white",
         height=520,
@@ -318,6 +364,7 @@ def paired_difference_figure(results: dict, *, methods: list[str] | None = None)
     return fig
 
 
+@translatable
 def cost_figure(
     results: dict, *, methods: list[str] | None = None, clock: Literal["auto", "cpu", "wall"] = "auto"
 ) -> go.Figure:
@@ -337,17 +384,17 @@ def cost_figure(
         clock = "cpu" if str(device).startswith("cpu") else "wall"
     if clock not in ("cpu", "wall"):
         raise ValueError(f"clock must be 'auto', 'cpu' or 'wall', got {clock!r}")
-    suffix, unit = ("_cpu_s", "tokens / CPU s") if clock == "cpu" else ("_s", "tokens / s")
+    suffix, unit = ("_cpu_s", tr("tokens / CPU s")) if clock == "cpu" else ("_s", tr("tokens / s"))
     fig = make_subplots(
         rows=2,
         cols=2,
         horizontal_spacing=0.12,
         vertical_spacing=0.2,
         subplot_titles=(
-            "training throughput (median step)",
-            "peak training memory",
-            "inference throughput vs length",
-            "peak inference memory (one batch)",
+            tr("training throughput (median step)"),
+            tr("peak training memory"),
+            tr("inference throughput vs length"),
+            tr("peak inference memory (one batch)"),
         ),
     )
     tps = [results["methods"][n]["aggregate"]["train_tokens_per" + suffix] for n in trained]
@@ -362,7 +409,7 @@ def cost_figure(
                 "arrayminus": [t["mean"] - t["min"] for t in tps],
             },
             showlegend=False,
-            hovertemplate="%{x}: %{y:.0f} " + unit + "<extra>mean over seeds; bars min–max</extra>",
+            hovertemplate="%{x}: %{y:.0f} " + unit + tr("<extra>mean over seeds; bars min–max</extra>"),
         ),
         row=1,
         col=1,
@@ -375,10 +422,10 @@ def cost_figure(
         go.Bar(
             x=[_label(n) for n in trained],
             y=persistent,
-            name="parameters + AdamW state",
+            name=tr("parameters + AdamW state"),
             marker_color="#bbbbbb",
             legendgroup="memory",
-            legendgrouptitle={"text": "training memory"},
+            legendgrouptitle={"text": tr("training memory")},
             hovertemplate="%{x}: %{y:.2f} MiB<extra>parameters + AdamW state</extra>",
         ),
         row=1,
@@ -388,7 +435,7 @@ def cost_figure(
         go.Bar(
             x=[_label(n) for n in trained],
             y=step,
-            name="one step (activations, gradients)",
+            name=tr("one step (activations, gradients)"),
             marker_color=[_color(n) for n in trained],
             legendgroup="memory",
             hovertemplate="%{x}: %{y:.2f} MiB<extra>peak extra during one step</extra>",
@@ -427,7 +474,7 @@ def cost_figure(
                 legendgroup=name,
                 showlegend=False,
                 line={"color": _color(name), "dash": dash},
-                hovertemplate=f"{_label(name)}<br>L = %{{x}}: %{{y:.1f}} MiB<extra></extra>",
+                hovertemplate=tr("{label}<br>L = %{x}: %{y:.1f} MiB<extra></extra>", label=_label(name)),
             ),
             row=2,
             col=2,
@@ -435,16 +482,22 @@ def cost_figure(
     tokens = results["config"].get("eval_tokens_per_batch")
     fig.update_yaxes(title_text=unit, row=1, col=1)
     fig.update_yaxes(title_text="MiB", row=1, col=2)
-    fig.update_yaxes(title_text=f"{unit} (no grad)", row=2, col=1)
+    fig.update_yaxes(title_text=tr("{unit} (no grad)", unit=unit), row=2, col=1)
     fig.update_yaxes(title_text="MiB", type="log", dtick=1, row=2, col=2)
     for col in (1, 2):
         axis = _length_axis(lengths, results["train_len"])
-        axis["title"] = {"text": "evaluation length L"}
+        axis["title"] = {"text": tr("evaluation length L")}
         fig.update_xaxes(axis, row=2, col=col)
     fig.update_layout(
         title={
-            "text": f"Cost per method on {device} ({_threads(results)})<br>"
-            f"<sup>{_subtitle(results)}; inference batches of {tokens} tokens</sup>"
+            "text": tr(
+                "Cost per method on {device} ({threads})<br><sup>{subtitle}; inference batches "
+                "of {tokens} tokens</sup>",
+                device=device,
+                threads=_threads(results),
+                subtitle=_subtitle(results),
+                tokens=tokens,
+            )
         },
         barmode="stack",
         template="plotly_white",
@@ -462,6 +515,7 @@ def cost_figure(
     return fig
 
 
+@translatable
 def training_curve_figure(results: dict, *, methods: list[str] | None = None) -> go.Figure:
     """Training loss (nats/byte, mean over seeds) vs step, one line per trained method."""
     validate_results(results)
@@ -476,9 +530,9 @@ def training_curve_figure(results: dict, *, methods: list[str] | None = None) ->
         mean = [sum(c["loss"][i] for c in curves) / len(curves) for i in range(len(steps))]
         fig.add_trace(go.Scatter(x=steps, y=mean, mode="lines", name=_label(name), line={"color": _color(name)}))
     fig.update_layout(
-        title={"text": f"Training loss<br><sup>{_subtitle(results)}</sup>"},
-        xaxis={"title": {"text": "training step"}},
-        yaxis={"title": {"text": "training loss (nats per byte)"}},
+        title={"text": tr("Training loss<br><sup>{subtitle}</sup>", subtitle=_subtitle(results))},
+        xaxis={"title": {"text": tr("training step")}},
+        yaxis={"title": {"text": tr("training loss (nats per byte)")}},
         template="plotly_white",
         margin={"t": 90},
     )
@@ -510,11 +564,12 @@ def _method_axes(names: list[str]) -> dict:
     slider updates never reorder them)."""
     order = {"categoryorder": "array", "categoryarray": [_label(n) for n in reversed(names)]}
     return {
-        "yaxis": {**order, "automargin": True, "title": {"text": "position method"}},
+        "yaxis": {**order, "automargin": True, "title": {"text": tr("position method")}},
         "yaxis2": {**order, "anchor": "x2", "showticklabels": False},
     }
 
 
+@translatable
 def perplexity_at_length_figure(results: dict, *, methods: list[str] | None = None) -> go.Figure:
     r"""Perplexity per method at one evaluation length, with a slider over the lengths.
 
@@ -538,30 +593,48 @@ def perplexity_at_length_figure(results: dict, *, methods: list[str] | None = No
         down = [None if m is None else m - aggs[n]["min"][i] for n, m in zip(names, mean)]
         rho = [ratios[n][i] for n in names]
         hover = [
-            f"{_label(n)}<br>L = {lengths[i]}: cannot run"
+            tr("{label}<br>L = {lengths}: cannot run", label=_label(n), lengths=lengths[i])
             if m is None
-            else f"{_label(n)}<br>L = {lengths[i]}: perplexity {m:.3f}<br>min {aggs[n]['min'][i]:.3f}, "
-            f"max {aggs[n]['max'][i]:.3f} over {aggs[n]['n'][i]} seeds"
+            else tr(
+                "{label}<br>L = {lengths}: perplexity {m:.3f}<br>min {aggs:.3f}, max {aggs2:.3f} over {aggs3} seeds",
+                label=_label(n),
+                lengths=lengths[i],
+                m=m,
+                aggs=aggs[n]["min"][i],
+                aggs2=aggs[n]["max"][i],
+                aggs3=aggs[n]["n"][i],
+            )
             for n, m in zip(names, mean)
         ]
         hover_r = [
-            f"{_label(n)}: cannot run at L = {lengths[i]}"
+            tr("{label}: cannot run at L = {lengths}", label=_label(n), lengths=lengths[i])
             if r is None
-            else f"{_label(n)}<br>ppl at L = {lengths[i]} / ppl at L = {train_len}: {r:.3f}"
+            else tr(
+                "{label}<br>ppl at L = {lengths} / ppl at L = {train_len}: {r:.3f}",
+                label=_label(n),
+                lengths=lengths[i],
+                train_len=train_len,
+                r=r,
+            )
             for n, r in zip(names, rho)
         ]
         return [
             _bar(
                 names,
                 mean,
-                ["cannot run" if m is None else f"{m:.2f}" for m in mean],
+                [tr("cannot run") if m is None else f"{m:.2f}" for m in mean],
                 hover,
                 error_x={"type": "data", "array": up, "arrayminus": down, "thickness": 1, "color": "#444"},
                 xaxis="x",
                 yaxis="y",
             ),
             _bar(
-                names, rho, ["cannot run" if r is None else f"{r:.2f}×" for r in rho], hover_r, xaxis="x2", yaxis="y2"
+                names,
+                rho,
+                [tr("cannot run") if r is None else f"{r:.2f}×" for r in rho],
+                hover_r,
+                xaxis="x2",
+                yaxis="y2",
             ),
         ]
 
@@ -576,13 +649,13 @@ def perplexity_at_length_figure(results: dict, *, methods: list[str] | None = No
         "xaxis": {
             "domain": [0, 0.46],
             "range": [0, top * 1.25],
-            "title": {"text": "perplexity (mean; bars min–max over seeds)"},
+            "title": {"text": tr("perplexity (mean; bars min–max over seeds)")},
         },
         "xaxis2": {
             "domain": [0.54, 1.0],
             "range": [0, top_ratio * 1.25],
             "anchor": "y2",
-            "title": {"text": f"relative to L = {train_len} (1 = no change)"},
+            "title": {"text": tr("relative to L = {train_len} (1 = no change)", train_len=train_len)},
         },
         **_method_axes(names),
         "shapes": [
@@ -598,18 +671,21 @@ def perplexity_at_length_figure(results: dict, *, methods: list[str] | None = No
             }
         ],
     }
-    fig = slider_figure(steps, slider_label="evaluation length L (bytes)", layout=layout)
+    fig = slider_figure(steps, slider_label=tr("evaluation length L (bytes)"), layout=layout)
     fig.layout.sliders[0].pad.t = 65  # below the axis titles
     return fig
 
 
 def _at_length_title(results: dict, length: int) -> str:
-    return (
-        f"Perplexity at L = {_length_label(length, results['train_len'])} bytes, trained at "
-        f"{results['train_len']}<br><sup>{_subtitle(results)}</sup>"
+    return tr(
+        "Perplexity at L = {length} bytes, trained at {results}<br><sup>{subtitle}</sup>",
+        length=_length_label(length, results["train_len"]),
+        results=results["train_len"],
+        subtitle=_subtitle(results),
     )
 
 
+@translatable
 def inference_at_length_figure(
     results: dict, *, methods: list[str] | None = None, clock: Literal["auto", "cpu", "wall"] = "auto"
 ) -> go.Figure:
@@ -628,7 +704,9 @@ def inference_at_length_figure(
     if clock not in ("cpu", "wall"):
         raise ValueError(f"clock must be 'auto', 'cpu' or 'wall', got {clock!r}")
     key, unit = (
-        ("inference_tokens_per_cpu_s", "tokens / CPU s") if clock == "cpu" else ("inference_tokens_per_s", "tokens / s")
+        ("inference_tokens_per_cpu_s", tr("tokens / CPU s"))
+        if clock == "cpu"
+        else ("inference_tokens_per_s", tr("tokens / s"))
     )
     mib = 2.0**20
     speed = {n: results["methods"][n]["aggregate"][key]["mean"] for n in names}
@@ -650,10 +728,10 @@ def inference_at_length_figure(
             _bar(
                 names,
                 sp,
-                ["cannot run" if v is None else f"{v:,.0f}" for v in sp],
+                [tr("cannot run") if v is None else f"{v:,.0f}" for v in sp],
                 [
                     f"{_label(n)}, L = {lengths[i]}: "
-                    + ("cannot run" if v is None else f"{v:,.0f} {unit}")
+                    + (tr("cannot run") if v is None else f"{v:,.0f} {unit}")
                     + rel(v, ref_sp)
                     for n, v in zip(names, sp)
                 ],
@@ -663,10 +741,10 @@ def inference_at_length_figure(
             _bar(
                 names,
                 mem,
-                ["cannot run" if v is None else f"{v:.1f}" for v in mem],
+                [tr("cannot run") if v is None else f"{v:.1f}" for v in mem],
                 [
                     f"{_label(n)}, L = {lengths[i]}: "
-                    + ("cannot run" if v is None else f"{v:.1f} MiB")
+                    + (tr("cannot run") if v is None else f"{v:.1f} MiB")
                     + rel(v, ref_mem)
                     for n, v in zip(names, mem)
                 ],
@@ -679,8 +757,13 @@ def inference_at_length_figure(
         layout = {
             "xaxis.range": [0, top_sp * 1.3],
             "xaxis2.range": [0, top_mem * 1.3],
-            "title.text": f"Inference cost at L = {_length_label(lengths[i], train_len)} bytes "
-            f"({_threads(results)}, batches of {tokens} tokens)<br><sup>{_subtitle(results)}</sup>",
+            "title.text": tr(
+                "Inference cost at L = {length} bytes ({threads}, batches of {tokens} tokens)<br><sup>{subtitle}</sup>",
+                length=_length_label(lengths[i], train_len),
+                threads=_threads(results),
+                tokens=tokens,
+                subtitle=_subtitle(results),
+            ),
         }
         return traces, layout
 
@@ -692,15 +775,15 @@ def inference_at_length_figure(
         "template": "plotly_white",
         "height": 500,
         "margin": {"t": 90, "l": 10, "r": 30},
-        "xaxis": {"domain": [0, 0.46], "title": {"text": f"throughput ({unit}, no grad)"}},
+        "xaxis": {"domain": [0, 0.46], "title": {"text": tr("throughput ({unit}, no grad)", unit=unit)}},
         "xaxis2": {
             "domain": [0.54, 1.0],
             "anchor": "y2",
-            "title": {"text": "peak memory of one batch (MiB)"},
+            "title": {"text": tr("peak memory of one batch (MiB)")},
         },
         **_method_axes(names),
     }
-    fig = slider_figure(steps, slider_label="evaluation length L (bytes)", layout=layout)
+    fig = slider_figure(steps, slider_label=tr("evaluation length L (bytes)"), layout=layout)
     fig.layout.sliders[0].pad.t = 65  # below the axis titles
     return fig
 

@@ -26,6 +26,7 @@ from ..alibi import (
     alibi_window_mass,
 )
 from ..dot_product import attention_weights
+from ..i18n import tr, translatable
 from ._numbers import significant
 from ._sliders import heatmap_trace, slider_figure
 
@@ -61,6 +62,7 @@ def _views_with_layout(fig: go.Figure, layouts: Sequence[Mapping[str, Any]]) -> 
     return fig
 
 
+@translatable
 def alibi_slopes_figure(
     head_counts: Sequence[int] = tuple(range(2, 17)), *, active_heads: int = 12, mass: float = 0.9
 ) -> go.Figure:
@@ -85,16 +87,20 @@ def alibi_slopes_figure(
         lower = 2 ** math.floor(math.log2(n))  # heads 1..lower: the 2^k-head sequence
         heads = np.arange(1, n + 1)
         parts = (slice(0, lower), slice(lower, n))
-        names = (f"from the {lower}-head sequence", f"every other slope of the {2 * lower}-head sequence")
+        names = (
+            tr("from the {lower}-head sequence", lower=lower),
+            tr("every other slope of the {value}-head sequence", value=2 * lower),
+        )
         out = []
         for values, kind in ((slopes, "slope"), (window, "window")):
             for part, name, colour in zip(parts, names, (_BLUE, _ORANGE)):
                 labels = [slope_label(m) for m in slopes[part]]
                 if kind == "slope":
-                    hover = "head %{x}<br>mₕ = %{y:.4g} = %{customdata}<extra></extra>"
+                    hover = tr("head %{x}<br>mₕ = %{y:.4g} = %{customdata}<extra></extra>")
                 else:
-                    hover = (
-                        f"head %{{x}}<br>{percent} window: %{{y:.0f}} tokens<br>(mₕ = %{{customdata}})<extra></extra>"
+                    hover = tr(
+                        "head %{x}<br>{percent} window: %{y:.0f} tokens<br>(mₕ = %{customdata})<extra></extra>",
+                        percent=percent,
                     )
                 out.append(
                     go.Bar(
@@ -111,11 +117,21 @@ def alibi_slopes_figure(
 
     def title(n: int) -> str:
         if math.log2(n).is_integer():
-            return f"{n} heads: <span style='color:{_BLUE}'>geometric, start and ratio 2<sup>-8/{n}</sup></span>"
+            return tr(
+                "{n} heads: <span style='color:{BLUE}'>geometric, start and ratio 2<sup>-8/{n}</sup></span>",
+                n=n,
+                BLUE=_BLUE,
+            )
         lower = 2 ** math.floor(math.log2(n))
-        return (
-            f"{n} heads: <span style='color:{_BLUE}'>the {lower}-head slopes</span>, then "
-            f"<span style='color:{_ORANGE}'>every other {2 * lower}-head slope</span> (not monotone)"
+        return tr(
+            "{n} heads: <span style='color:{BLUE}'>the {lower}-head slopes</span>, then "
+            "<span style='color:{ORANGE}'>every other {value}-head slope</span> (not "
+            "monotone)",
+            n=n,
+            BLUE=_BLUE,
+            lower=lower,
+            ORANGE=_ORANGE,
+            value=2 * lower,
         )
 
     steps = [(str(n), (lambda n=n: traces(n)), {"title.text": title(n)}) for n in head_counts]
@@ -125,28 +141,28 @@ def alibi_slopes_figure(
         "margin": {"t": 110, "b": 40},
         "bargap": 0.15,
         "showlegend": False,
-        "xaxis": {"title": {"text": "head h"}, "range": [0.4, max(head_counts) + 0.6], "dtick": 1},
+        "xaxis": {"title": {"text": tr("head h")}, "range": [0.4, max(head_counts) + 0.6], "dtick": 1},
     }
     slope_axis = {
         "yaxis.type": "log",
-        "yaxis.title.text": "slope mₕ (log scale)",
+        "yaxis.title.text": tr("slope mₕ (log scale)"),
         "yaxis.tickvals": powers,
         "yaxis.ticktext": [slope_label(m) for m in powers],
         "yaxis.range": [math.log10(2**-8.5), math.log10(1.0)],
     }
     window_axis = {
         "yaxis.type": "log",
-        "yaxis.title.text": f"{percent} window w (tokens, log scale)",
+        "yaxis.title.text": tr("{percent} window w (tokens, log scale)", percent=percent),
         "yaxis.tickvals": [1, 3, 10, 30, 100, 300, 1000],
         "yaxis.ticktext": ["1", "3", "10", "30", "100", "300", "1000"],
         "yaxis.range": [math.log10(0.8), math.log10(1500)],
     }
     fig = slider_figure(
         steps,
-        slider_label="number of heads",
+        slider_label=tr("number of heads"),
         layout=layout,
         active=head_counts.index(active_heads),
-        views=[("slope mₕ", [0, 1]), (f"{percent} window (equal q·k)", [2, 3])],
+        views=[(tr("slope mₕ"), [0, 1]), (tr("{percent} window (equal q·k)", percent=percent), [2, 3])],
     )
     return _views_with_layout(fig, [slope_axis, window_axis])
 
@@ -158,6 +174,7 @@ def _masked(values: torch.Tensor) -> np.ndarray:
     return z
 
 
+@translatable
 def alibi_bias_figure(num_heads: int = 8, length: int = 12) -> go.Figure:
     """The bias of each head as a heatmap (query ``i`` down, key ``j`` across); a slider over heads.
 
@@ -179,7 +196,7 @@ def alibi_bias_figure(num_heads: int = 8, length: int = 12) -> go.Figure:
 
     def traces(h: int) -> list[go.Heatmap]:
         def hover(value: str) -> str:
-            return "query i = %{y}<br>key j = %{x}<br>" + value + "<extra></extra>"
+            return tr("query i = %{y}<br>key j = %{x}<br>") + value + "<extra></extra>"
 
         return [
             heatmap_trace(
@@ -208,7 +225,7 @@ def alibi_bias_figure(num_heads: int = 8, length: int = 12) -> go.Figure:
                 zmax=1,
                 colorscale="Viridis",
                 colorbar={"title": {"text": "weight"}},
-                hovertemplate=hover("weight aᵢⱼ = %{z:.4f}"),
+                hovertemplate=hover(tr("weight aᵢⱼ = %{z:.4f}")),
                 **axis,
                 **common,
             ),
@@ -216,26 +233,37 @@ def alibi_bias_figure(num_heads: int = 8, length: int = 12) -> go.Figure:
 
     def title(h: int) -> str:
         diff = float((w_paper[h] - w_code[h]).abs().max())
-        return (
-            f"head {h + 1} of {num_heads}: mₕ = {slope_label(float(slopes[h]))} = {float(slopes[h]):.4g}"
-            f"<br><sub>max |weights(−mₕ(i−j)) − weights(mₕ·j)| = {diff:.1e} (future keys j > i masked)</sub>"
+        return tr(
+            "head {value} of {num_heads}: mₕ = {slope} = {slopes:.4g}<br><sub>max "
+            "|weights(−mₕ(i−j)) − weights(mₕ·j)| = {diff:.1e} (future keys j > i "
+            "masked)</sub>",
+            value=h + 1,
+            num_heads=num_heads,
+            slope=slope_label(float(slopes[h])),
+            slopes=float(slopes[h]),
+            diff=diff,
         )
 
     steps = [(str(h + 1), (lambda h=h: traces(h)), {"title.text": title(h)}) for h in range(num_heads)]
     layout = {
         "height": 580,
         "margin": {"t": 140, "b": 40},
-        "xaxis": {"title": {"text": "key position j"}, "dtick": 1},
-        "yaxis": {"title": {"text": "query position i"}, "dtick": 1, "autorange": "reversed"},
+        "xaxis": {"title": {"text": tr("key position j")}, "dtick": 1},
+        "yaxis": {"title": {"text": tr("query position i")}, "dtick": 1, "autorange": "reversed"},
     }
     return slider_figure(
         steps,
         slider_label="head",
         layout=layout,
-        views=[("bias −mₕ(i−j) (paper)", [0]), ("bias +mₕ·j (authors' code, BLOOM)", [1]), ("weights, equal q·k", [2])],
+        views=[
+            (tr("bias −mₕ(i−j) (paper)"), [0]),
+            (tr("bias +mₕ·j (authors' code, BLOOM)"), [1]),
+            (tr("weights, equal q·k"), [2]),
+        ],
     )
 
 
+@translatable
 def alibi_window_figure(
     num_heads: int = 8, lengths: Sequence[int] = (32, 256, 2048), *, mass: float = 0.9
 ) -> go.Figure:
@@ -271,8 +299,8 @@ def alibi_window_figure(
                     mode="lines+markers" if n <= 64 else "lines",
                     marker={"size": 4},
                     line={"color": _BLUE},
-                    name="weight a(δ)",
-                    hovertemplate="distance δ = %{x}<br>weight = %{y:.3g}<extra></extra>",
+                    name=tr("weight a(δ)"),
+                    hovertemplate=tr("distance δ = %{x}<br>weight = %{y:.3g}<extra></extra>"),
                     xaxis="x",
                     yaxis="y",
                 ),
@@ -282,8 +310,8 @@ def alibi_window_figure(
                     y=cum[h],
                     mode="lines",
                     line={"color": _ORANGE},
-                    name="mass within δ ≤ w",
-                    hovertemplate="distance ≤ %{x}: %{y:.3f} of the row<extra></extra>",
+                    name=tr("mass within δ ≤ w"),
+                    hovertemplate=tr("distance ≤ %{x}: %{y:.3f} of the row<extra></extra>"),
                     xaxis="x2",
                     yaxis="y2",
                 ),
@@ -293,8 +321,8 @@ def alibi_window_figure(
                     mode="lines+markers",
                     line={"color": _GREY, "dash": "dash"},
                     marker={"size": [0, 8]},
-                    name=f"{percent} window wₚ",
-                    hovertemplate=f"{percent} window: w = %{{x}}<br>mass %{{y:.3f}}<extra></extra>",
+                    name=tr("{percent} window wₚ", percent=percent),
+                    hovertemplate=tr("{percent} window: w = %{x}<br>mass %{y:.3f}<extra></extra>", percent=percent),
                     xaxis="x2",
                     yaxis="y2",
                 ),
@@ -304,9 +332,16 @@ def alibi_window_figure(
     def title(h: int) -> str:
         m = float(slopes[h])
         windows = ", ".join(f"{int(data[n][2][h])} (L = {n})" for n in lengths)
-        return (
-            f"head {h + 1} of {num_heads}, mₕ = {slope_label(m)}: {percent} window {windows}"
-            f"<br><sub>long-row rule ln(10)/mₕ = {math.log(10) / m:.1f}; equal q·k, last query of a row of L keys</sub>"
+        return tr(
+            "head {value} of {num_heads}, mₕ = {slope}: {percent} window "
+            "{windows}<br><sub>long-row rule ln(10)/mₕ = {value2:.1f}; equal q·k, last query "
+            "of a row of L keys</sub>",
+            value=h + 1,
+            num_heads=num_heads,
+            slope=slope_label(m),
+            percent=percent,
+            windows=windows,
+            value2=math.log(10) / m,
         )
 
     sub = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.55, 0.45])
@@ -315,9 +350,9 @@ def alibi_window_figure(
         margin={"t": 130, "b": 40},
         legend={"x": 1.02, "y": 1, "xanchor": "left", "yanchor": "top"},
     )
-    sub.update_yaxes(type="log", range=[-6, 0], title_text="weight a(δ) (log)", exponentformat="power", row=1)
-    sub.update_yaxes(range=[0, 1.05], title_text="mass within w", row=2)
-    sub.update_xaxes(title_text="distance δ = i − j (tokens)", row=2)
+    sub.update_yaxes(type="log", range=[-6, 0], title_text=tr("weight a(δ) (log)"), exponentformat="power", row=1)
+    sub.update_yaxes(range=[0, 1.05], title_text=tr("mass within w"), row=2)
+    sub.update_xaxes(title_text=tr("distance δ = i − j (tokens)"), row=2)
     steps = [(str(h + 1), (lambda h=h: traces(h)), {"title.text": title(h)}) for h in range(num_heads)]
     per = 3
     views = [(f"L = {n}", list(range(per * k, per * (k + 1)))) for k, n in enumerate(lengths)]

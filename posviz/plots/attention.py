@@ -21,6 +21,7 @@ from .._validate import check_even_dim, check_int, check_positive
 from ..absolute import sinusoidal_encoding
 from ..alibi import alibi_bias
 from ..dot_product import attention_scores, attention_weights, self_attention
+from ..i18n import N_, tr, translatable
 from ._sliders import heatmap_trace, slider_figure
 
 __all__ = [
@@ -118,6 +119,7 @@ def _check_dims(dims: Sequence[int]) -> list[int]:
     return dims
 
 
+@translatable
 def scale_figure(
     dims: Sequence[int] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048),
     *,
@@ -135,7 +137,7 @@ def scale_figure(
     dims = _check_dims(dims)
     length = check_int("length", length, minimum=2, maximum=64)
     seed = check_int("seed", seed, minimum=0)
-    hover = "query m = %{y}<br>key n = %{x}<br>weight a<sub>mn</sub> = %{z:.3f}<extra></extra>"
+    hover = tr("query m = %{y}<br>key n = %{x}<br>weight a<sub>mn</sub> = %{z:.3f}<extra></extra>")
     steps = []
     for d in dims:
         q, k = random_qk(length, d, seed=seed)
@@ -148,14 +150,25 @@ def scale_figure(
                 heatmap_trace(weights, coloraxis="coloraxis", xaxis=f"x{axis}", yaxis=f"y{axis}", hovertemplate=hover)
             )
         (top_s, std_s), (top_u, std_u) = numbers
-        title = (
-            f"d = {d}: mean largest weight {top_s:.2f} with ÷√d, {top_u:.2f} without"
-            f"<br><span style='font-size:12px'>standard deviation of the scores: {std_s:.2f} with ÷√d, "
-            f"{std_u:.2f} without (√d = {math.sqrt(d):.1f})</span>"
+        title = tr(
+            "d = {d}: mean largest weight {top_s:.2f} with ÷√d, {top_u:.2f} without<br><span "
+            "style='font-size:12px'>standard deviation of the scores: {std_s:.2f} with ÷√d, "
+            "{std_u:.2f} without (√d = {sqrt:.1f})</span>",
+            d=d,
+            top_s=top_s,
+            top_u=top_u,
+            std_s=std_s,
+            std_u=std_u,
+            sqrt=math.sqrt(d),
         )
         steps.append((str(d), panels, {"title.text": title}))
-    axis = {"title": {"text": "key position n"}, "dtick": 1 if length <= 16 else None, "constrain": "domain"}
-    yaxis = {"title": {"text": "query position m"}, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"}
+    axis = {"title": {"text": tr("key position n")}, "dtick": 1 if length <= 16 else None, "constrain": "domain"}
+    yaxis = {
+        "title": {"text": tr("query position m")},
+        "autorange": "reversed",
+        "scaleanchor": "x",
+        "constrain": "domain",
+    }
     layout = {
         "height": 500,
         "margin": {"t": 110, "b": 40, "l": 60, "r": 20},
@@ -168,16 +181,16 @@ def scale_figure(
             "colorscale": "Viridis",
             "cmin": 0.0,
             "cmax": 1.0,
-            "colorbar": {"title": {"text": "weight a<sub>mn</sub>"}, "x": 0.95, "len": 0.8},
+            "colorbar": {"title": {"text": tr("weight a<sub>mn</sub>")}, "x": 0.95, "len": 0.8},
         },
         "annotations": [
-            _panel_title("softmax(q·k / √d): scaled", 0.21),
-            _panel_title("softmax(q·k): unscaled", 0.71),
+            _panel_title(tr("softmax(q·k / √d): scaled"), 0.21),
+            _panel_title(tr("softmax(q·k): unscaled"), 0.71),
         ],
     }
     if active is None:
         active = dims.index(16) if 16 in dims else 0
-    return slider_figure(steps, slider_label="dimension d", layout=layout, active=active)
+    return slider_figure(steps, slider_label=tr("dimension d"), layout=layout, active=active)
 
 
 def _panel_title(text: str, x: float) -> dict:
@@ -215,10 +228,10 @@ def _permutations(length: int, count: int, seed: int) -> list[list[int]]:
 
 
 METHOD_LABELS = {
-    "none": "no position",
-    "sinusoidal": "sinusoidal: add to x",
-    "rope": "RoPE: rotate q, k",
-    "alibi": "ALiBi: bias scores",
+    "none": N_("no position"),
+    "sinusoidal": N_("sinusoidal: add to x"),
+    "rope": N_("RoPE: rotate q, k"),
+    "alibi": N_("ALiBi: bias scores"),
 }
 """The position methods of :func:`position_kwargs`, one for each place position can enter."""
 
@@ -251,6 +264,7 @@ def position_kwargs(
     return {}
 
 
+@translatable
 def permutation_figure(
     words: Sequence[str] = DEFAULT_SENTENCE,
     *,
@@ -301,8 +315,20 @@ def permutation_figure(
     steps = []
     for i, perm in enumerate(perms):
         shuffled = [words[j] for j in perm]
-        weight_text = [[f"query {m} ({shuffled[m]})<br>key {n} ({shuffled[n]})" for n in positions] for m in positions]
-        row_text = [[f"position {m} ({shuffled[m]})"] * dim for m in positions]
+        weight_text = [
+            [
+                tr(
+                    "query {m} ({shuffled})<br>key {n} ({shuffled2})",
+                    m=m,
+                    shuffled=shuffled[m],
+                    n=n,
+                    shuffled2=shuffled[n],
+                )
+                for n in positions
+            ]
+            for m in positions
+        ]
+        row_text = [[tr("position {m} ({shuffled})", m=m, shuffled=shuffled[m])] * dim for m in positions]
         traces, gaps = [], []
         for method in methods:
             weights_p, out_p, diff = results[method, i]
@@ -339,28 +365,30 @@ def permutation_figure(
             f"{name} {gap:.1e}" if gap < 1e-3 else f"{name} {gap:.2f}"
             for name, gap in zip(("none", "sinusoidal", "RoPE", "ALiBi"), gaps)
         )
-        title = (
-            f"shuffled: “{' '.join(shuffled)}”<br><span style='font-size:12px'>max |o′<sub>m</sub> − "
-            f"o<sub>π(m)</sub>|: {numbers}</span>"
+        title = tr(
+            "shuffled: “{join}”<br><span style='font-size:12px'>max |o′<sub>m</sub> − "
+            "o<sub>π(m)</sub>|: {numbers}</span>",
+            join=" ".join(shuffled),
+            numbers=numbers,
         )
         ticks = {f"yaxis{a}.ticktext": shuffled for a in ("", "2", "3")}
         steps.append((str(i), traces, {"title.text": title, "xaxis.ticktext": shuffled, **ticks}))
 
     yaxis = {"autorange": "reversed", "tickmode": "array", "tickvals": positions, "ticktext": words}
-    dims = {"title": {"text": "output dimension"}, "dtick": 1 if dim <= 16 else None}
+    dims = {"title": {"text": tr("output dimension")}, "dtick": 1 if dim <= 16 else None}
     layout = {
         "height": 560,
         "margin": {"t": 110, "b": 40, "l": 70, "r": 20},
         "title": {"x": 0.5, "xanchor": "center", "y": 0.98, "yanchor": "top", "font": {"size": 15}},
         "xaxis": {
             "domain": [0.0, 0.3],
-            "title": {"text": "key (word)", "standoff": 4},
+            "title": {"text": tr("key (word)"), "standoff": 4},
             "tickmode": "array",
             "tickvals": positions,
             "ticktext": words,
             "tickangle": -45,
         },
-        "yaxis": {**yaxis, "title": {"text": "position m (word)"}},
+        "yaxis": {**yaxis, "title": {"text": tr("position m (word)")}},
         "xaxis2": {**dims, "domain": [0.42, 0.67]},
         "yaxis2": {**yaxis, "anchor": "x2", "showticklabels": False},
         "xaxis3": {**dims, "domain": [0.72, 0.97]},
@@ -377,15 +405,20 @@ def permutation_figure(
             "cmid": 0.0,
             "cmin": -omax,
             "cmax": omax,
-            "colorbar": {"title": {"text": "output value", "side": "right"}, "x": 0.99, "len": 0.75, "thickness": 10},
+            "colorbar": {
+                "title": {"text": tr("output value"), "side": "right"},
+                "x": 0.99,
+                "len": 0.75,
+                "thickness": 10,
+            },
         },
         "annotations": [
-            _panel_title("attention weights", 0.15),
-            _panel_title("outputs o′<sub>m</sub>", 0.545),
-            _panel_title("o′<sub>m</sub> − o<sub>π(m)</sub>", 0.845),
+            _panel_title(tr("attention weights"), 0.15),
+            _panel_title(tr("outputs o′<sub>m</sub>"), 0.545),
+            _panel_title(tr("o′<sub>m</sub> − o<sub>π(m)</sub>"), 0.845),
         ],
     }
-    views = [(METHOD_LABELS[method], [3 * j, 3 * j + 1, 3 * j + 2]) for j, method in enumerate(methods)]
+    views = [(tr(METHOD_LABELS[method]), [3 * j, 3 * j + 1, 3 * j + 2]) for j, method in enumerate(methods)]
     fig = slider_figure(steps, slider_label="shuffle", layout=layout, views=views, active=min(active, len(steps) - 1))
     fig.update_layout(updatemenus=[{"y": 1.08}], sliders=[{"pad": {"t": 90}}])  # clear of titles, tick labels
     return fig

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import torch
 
 from ..absolute import sinusoidal_encoding
+from ..i18n import N_, tr, translatable
 from ..learned import (
     TrainingRun,
     cosine_similarity_matrix,
@@ -40,11 +41,11 @@ GPT-2 small; 1600 is GPT-2 XL; 12288 is GPT-3 175B."""
 LENGTHS: tuple[int, ...] = tuple(2**k for k in range(7, 18))
 """The context lengths on the cost figure's x axis, from 128 to 131072."""
 KNOWN_TABLES: tuple[tuple[str, int, int, str], ...] = (
-    ("BERT-base, GPT", 512, 768, "middle left"),
+    (N_("BERT-base, GPT"), 512, 768, "middle left"),
     ("BERT-large", 512, 1024, "top center"),
-    ("GPT-2 small", 1024, 768, "bottom right"),
+    (N_("GPT-2 small"), 1024, 768, "bottom right"),
     ("GPT-2 XL", 1024, 1600, "top center"),
-    ("GPT-3 175B size", 2048, 12288, "middle right"),
+    (N_("GPT-3 175B size"), 2048, 12288, "middle right"),
 )
 """``(name, max_len, d, label position)`` of published learned tables (BERT: Devlin et al.,
 2019; GPT: Radford et al., 2018; GPT-2: Radford et al., 2019) and of a table sized to GPT-3
@@ -52,9 +53,6 @@ KNOWN_TABLES: tuple[tuple[str, int, int, str], ...] = (
 
 _CPU = torch.device("cpu")
 _FONT = {"size": 13}
-
-
-
 
 
 def _count(n: int) -> str:
@@ -65,6 +63,7 @@ def _count(n: int) -> str:
     return str(n)
 
 
+@translatable
 def learned_cost_figure(
     dims: Sequence[int] = DIMS,
     lengths: Sequence[int] = LENGTHS,
@@ -85,10 +84,10 @@ def learned_cost_figure(
         x=[length for _, length, _, _ in KNOWN_TABLES],
         y=known,
         mode="markers+text",
-        text=[name for name, *_ in KNOWN_TABLES],
+        text=[tr(name) for name, *_ in KNOWN_TABLES],
         textposition=[where for *_, where in KNOWN_TABLES],
         marker={"size": 10, "color": "#d62728", "symbol": "diamond"},
-        name="published tables",
+        name=tr("published tables"),
         customdata=[[d, _count(n)] for (_, _, d, _), n in zip(KNOWN_TABLES, known)],
         hovertemplate="%{text}<br>L<sub>max</sub> = %{x:,}, d = %{customdata[0]:,}"
         "<br>%{y:,} parameters (%{customdata[1]})<extra></extra>",
@@ -102,10 +101,11 @@ def learned_cost_figure(
             mode="lines+markers",
             line={"width": 3, "color": "#1f77b4"},
             marker={"size": 6},
-            name=f"L<sub>max</sub> × d, d = {d:,}",
+            name=tr("L<sub>max</sub> × d, d = {d:,}", d=d),
             customdata=[_count(int(n)) for n in y],
-            hovertemplate=f"L<sub>max</sub> = %{{x:,}}, d = {d:,}<br>"
-            "%{y:,} parameters (%{customdata})<extra></extra>",
+            hovertemplate=tr(
+                "L<sub>max</sub> = %{x:,}, d = {d:,}<br>%{y:,} parameters (%{customdata})<extra></extra>", d=d
+            ),
         )
         return [line, reference]
 
@@ -113,13 +113,13 @@ def learned_cost_figure(
         (
             f"{d:,}",
             lambda d=d: traces(d),
-            {"title.text": f"Learned table size L<sub>max</sub> × d for d = {d:,}"},
+            {"title.text": tr("Learned table size L<sub>max</sub> × d for d = {d:,}", d=d)},
         )
         for d in dims
     ]
     return slider_figure(
         steps,
-        slider_label="model width d",
+        slider_label=tr("model width d"),
         active=list(dims).index(active_dim),
         layout={
             "height": 480,
@@ -128,12 +128,12 @@ def learned_cost_figure(
             "title": {"x": 0.5},
             "legend": {"orientation": "h", "x": 0.5, "xanchor": "center", "y": 1.0, "yanchor": "bottom"},
             "xaxis": {
-                "title": {"text": "context length L<sub>max</sub> (rows of the table, log scale)"},
+                "title": {"text": tr("context length L<sub>max</sub> (rows of the table, log scale)")},
                 "type": "log",
                 "range": [np.log10(x[0]) - 0.15, np.log10(x[-1]) + 0.15],
             },
             "yaxis": {
-                "title": {"text": "parameters in the table (log scale)"},
+                "title": {"text": tr("parameters in the table (log scale)")},
                 "type": "log",
                 "range": [3.5, 9.7],
             },
@@ -143,9 +143,15 @@ def learned_cost_figure(
 
 def _step_label(run: TrainingRun, index: int) -> str:
     snap = run.snapshots[index]
-    return f"step {snap.step}: probe accuracy {snap.accuracy:.0%}, loss {snap.loss:.2f}"
+    return tr(
+        "step {step}: probe accuracy {accuracy:.0%}, loss {loss:.2f}",
+        step=snap.step,
+        accuracy=snap.accuracy,
+        loss=snap.loss,
+    )
 
 
+@translatable
 def learned_table_figure(run: TrainingRun, *, decimals: int = 3) -> go.Figure:
     r"""The learned table :math:`P` (positions × dimensions) at each snapshot of ``run``.
 
@@ -168,7 +174,7 @@ def learned_table_figure(run: TrainingRun, *, decimals: int = 3) -> go.Figure:
             x=columns,
             y=positions,
             colorbar={"title": {"text": title}, "len": 0.9},
-            hovertemplate="position m = %{y}<br>dimension %{x}<br>P[m, j] = %{z:.3f}<extra></extra>",
+            hovertemplate=tr("position m = %{y}<br>dimension %{x}<br>P[m, j] = %{z:.3f}<extra></extra>"),
         )
 
     def traces(index: int) -> list[go.Heatmap]:
@@ -177,25 +183,26 @@ def learned_table_figure(run: TrainingRun, *, decimals: int = 3) -> go.Figure:
         return [trace(table, shared, "P[m, j]"), trace(table, own, f"P[m, j]<br>(±{own:.2g})")]
 
     steps = [
-        (str(snap.step), lambda i=i: traces(i), {"title.text": f"Learned table P, {_step_label(run, i)}"})
+        (str(snap.step), lambda i=i: traces(i), {"title.text": tr("Learned table P, {step}", step=_step_label(run, i))})
         for i, snap in enumerate(run.snapshots)
     ]
     return slider_figure(
         steps,
-        slider_label="training step",
+        slider_label=tr("training step"),
         active=len(steps) - 1,
-        views=[("one colour scale for all steps", [0]), ("each step rescaled", [1])],
+        views=[(tr("one colour scale for all steps"), [0]), (tr("each step rescaled"), [1])],
         layout={
             "height": 520,
             "font": _FONT,
             "margin": {"t": 110, "b": 20},
             "title": {"x": 0.5, "y": 0.97, "yanchor": "top", "font": {"size": 15}},
-            "xaxis": {"title": {"text": "dimension j (column of P)"}},
-            "yaxis": {"title": {"text": "position m (row of P)"}, "autorange": "reversed"},
+            "xaxis": {"title": {"text": tr("dimension j (column of P)")}},
+            "yaxis": {"title": {"text": tr("position m (row of P)")}, "autorange": "reversed"},
         },
     )
 
 
+@translatable
 def learned_similarity_figure(run: TrainingRun, base: float = 10000.0, *, decimals: int = 3) -> go.Figure:
     r"""Which positions look alike: the learned table against the sinusoidal one; slider over training.
 
@@ -225,15 +232,16 @@ def learned_similarity_figure(run: TrainingRun, base: float = 10000.0, *, decima
             x=positions,
             y=positions,
             colorbar=colorbar,
-            hovertemplate=f"{name}<br>m = %{{y}}, n = %{{x}}<br>cos(p<sub>m</sub>, p<sub>n</sub>) = %{{z:.3f}}"
-            "<extra></extra>",
+            hovertemplate=tr(
+                "{name}<br>m = %{y}, n = %{x}<br>cos(p<sub>m</sub>, p<sub>n</sub>) = %{z:.3f}<extra></extra>", name=name
+            ),
         )
 
     def traces(index: int) -> list[go.BaseTraceType]:
         sim, profile = maps[index]
         return [
-            heatmap(sim, "learned table"),
-            heatmap(sin_map, f"sinusoidal, base {base:g}"),
+            heatmap(sim, tr("learned table")),
+            heatmap(sin_map, tr("sinusoidal, base {base:g}", base=base)),
             go.Scatter(
                 x=positions,
                 y=profile,
@@ -242,7 +250,7 @@ def learned_similarity_figure(run: TrainingRun, base: float = 10000.0, *, decima
                 mode="lines",
                 line={"width": 3, "color": "#1f77b4"},
                 name="learned",
-                hovertemplate="r = %{x}<br>learned: mean cosine %{y:.3f}<extra></extra>",
+                hovertemplate=tr("r = %{x}<br>learned: mean cosine %{y:.3f}<extra></extra>"),
             ),
             go.Scatter(
                 x=positions,
@@ -251,8 +259,8 @@ def learned_similarity_figure(run: TrainingRun, base: float = 10000.0, *, decima
                 yaxis="y2",
                 mode="lines",
                 line={"width": 2, "color": "#ff7f0e", "dash": "dash"},
-                name=f"sinusoidal, base {base:g}",
-                hovertemplate="r = %{x}<br>sinusoidal: mean cosine %{y:.3f}<extra></extra>",
+                name=tr("sinusoidal, base {base:g}", base=base),
+                hovertemplate=tr("r = %{x}<br>sinusoidal: mean cosine %{y:.3f}<extra></extra>"),
             ),
         ]
 
@@ -260,29 +268,34 @@ def learned_similarity_figure(run: TrainingRun, base: float = 10000.0, *, decima
         (
             str(snap.step),
             lambda i=i: traces(i),
-            {"title.text": f"Cosine similarity of positions, d = {cfg.dim}; {_step_label(run, i)}"},
+            {
+                "title.text": tr(
+                    "Cosine similarity of positions, d = {dim}; {step}", dim=cfg.dim, step=_step_label(run, i)
+                )
+            },
         )
         for i, snap in enumerate(run.snapshots)
     ]
     return slider_figure(
         steps,
-        slider_label="training step",
+        slider_label=tr("training step"),
         active=len(steps) - 1,
-        views=[("learned table", [0, 2, 3]), (f"sinusoidal table (base {base:g})", [1, 2, 3])],
+        views=[(tr("learned table"), [0, 2, 3]), (tr("sinusoidal table (base {base:g})", base=base), [1, 2, 3])],
         layout={
             "height": 500,
             "font": _FONT,
             "margin": {"t": 110, "b": 20, "l": 60, "r": 20},
             "title": {"x": 0.5, "y": 0.97, "yanchor": "top", "font": {"size": 14}},
             "legend": {"x": 0.66, "xanchor": "left", "y": 1.0, "yanchor": "bottom", "font": {"size": 12}},
-            "xaxis": {"domain": [0.0, 0.4], "title": {"text": "position n"}},
-            "yaxis": {"title": {"text": "position m"}, "autorange": "reversed"},
-            "xaxis2": {"domain": [0.66, 1.0], "anchor": "y2", "title": {"text": "offset r = m − n"}},
-            "yaxis2": {"anchor": "x2", "range": [-1.05, 1.05], "title": {"text": "mean cosine at offset r"}},
+            "xaxis": {"domain": [0.0, 0.4], "title": {"text": tr("position n")}},
+            "yaxis": {"title": {"text": tr("position m")}, "autorange": "reversed"},
+            "xaxis2": {"domain": [0.66, 1.0], "anchor": "y2", "title": {"text": tr("offset r = m − n")}},
+            "yaxis2": {"anchor": "x2", "range": [-1.05, 1.05], "title": {"text": tr("mean cosine at offset r")}},
         },
     )
 
 
+@translatable
 def learned_attention_figure(run: TrainingRun, *, cap: float = 0.5, decimals: int = 3) -> go.Figure:
     r"""Where the trained model looks: attention from the table alone, and the whole model's attention.
 
@@ -306,25 +319,27 @@ def learned_attention_figure(run: TrainingRun, *, cap: float = 0.5, decimals: in
             xaxis=f"x{axes}",
             yaxis=f"y{axes}",
             coloraxis="coloraxis",
-            hovertemplate=f"{which}<br>query m = %{{y}}, key n = %{{x}}<br>weight a<sub>mn</sub> = %{{z:.3f}}"
-            "<extra></extra>",
+            hovertemplate=tr(
+                "{which}<br>query m = %{y}, key n = %{x}<br>weight a<sub>mn</sub> = %{z:.3f}<extra></extra>",
+                which=which,
+            ),
         )
 
     steps = [
         (
             str(snap.step),
             lambda i=i: [
-                heatmap(maps[i][0], "from the position table alone", ""),
-                heatmap(maps[i][1], "whole model, mean over probe sequences", "2"),
+                heatmap(maps[i][0], tr("from the position table alone"), ""),
+                heatmap(maps[i][1], tr("whole model, mean over probe sequences"), "2"),
             ],
-            {"title.text": f"Attention weights, {_step_label(run, i)}"},
+            {"title.text": tr("Attention weights, {step}", step=_step_label(run, i))},
         )
         for i, snap in enumerate(run.snapshots)
     ]
-    axis = {"title": {"text": "key position n"}}
+    axis = {"title": {"text": tr("key position n")}}
     return slider_figure(
         steps,
-        slider_label="training step",
+        slider_label=tr("training step"),
         active=len(steps) - 1,
         layout={
             "height": 500,
@@ -336,19 +351,19 @@ def learned_attention_figure(run: TrainingRun, *, cap: float = 0.5, decimals: in
                 "cmin": 0.0,
                 "cmax": cap,
                 "colorbar": {
-                    "title": {"text": f"weight<br>(scale stops<br>at {cap:g})"},
+                    "title": {"text": tr("weight<br>(scale stops<br>at {cap:g})", cap=cap)},
                     "thickness": 14,
                     "len": 0.75,
                     "y": 0.4,
                 },
             },
             "xaxis": {**axis, "domain": [0.0, 0.43]},
-            "yaxis": {"title": {"text": "query position m"}, "autorange": "reversed"},
+            "yaxis": {"title": {"text": tr("query position m")}, "autorange": "reversed"},
             "xaxis2": {**axis, "domain": [0.5, 0.93], "anchor": "y2"},
             "yaxis2": {"anchor": "x2", "autorange": "reversed", "matches": "y", "showticklabels": False},
             "annotations": [
                 {
-                    "text": "position table alone, a<sup>pos</sup>",
+                    "text": tr("position table alone, a<sup>pos</sup>"),
                     "x": 0.215,
                     "xanchor": "center",
                     "y": 1.0,
@@ -358,7 +373,7 @@ def learned_attention_figure(run: TrainingRun, *, cap: float = 0.5, decimals: in
                     "showarrow": False,
                 },
                 {
-                    "text": "whole model (tokens + positions)",
+                    "text": tr("whole model (tokens + positions)"),
                     "x": 0.715,
                     "xanchor": "center",
                     "y": 1.0,

@@ -17,6 +17,7 @@ from plotly.subplots import make_subplots
 
 from .. import attention_weights, relative_positions, sinusoidal_encoding, t5_relative_bucket
 from .._validate import check_int
+from ..i18n import tr, translatable
 from ..relative import T5RelativeBias, absolute_score_terms, transformer_xl_scores
 from ._sliders import heatmap_trace, slider_figure
 
@@ -34,6 +35,7 @@ __all__ = [
 _FONT = {"size": 13}
 
 
+@translatable
 def clipped_positions_figure(
     length: int = 16,
     clips: Sequence[int] = (0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15),
@@ -45,7 +47,7 @@ def clipped_positions_figure(
     ``clip(n - m, k)`` (key minus query): the same matrix mirrored. Each cell shows its value.
     """
     length = check_int("length", length, minimum=1)
-    hover = "query m = %{y}<br>key n = %{x}<br>WHAT = %{z}<extra></extra>"
+    hover = tr("query m = %{y}<br>key n = %{x}<br>{what} = %{z}<extra></extra>", what="WHAT")
 
     def traces(k: int) -> list[go.Heatmap]:
         r = relative_positions(length, max_distance=k, device="cpu")  # clip(m - n, -k, k)
@@ -54,21 +56,25 @@ def clipped_positions_figure(
         book = heatmap_trace(
             r,
             symmetric=True,
-            hovertemplate=hover.replace("WHAT", "r = clip(m − n, −k, k)"),
+            hovertemplate=hover.replace("WHAT", tr("r = clip(m − n, −k, k)")),
             colorbar={"title": {"text": "clipped<br>offset"}},
             **common,
         )
         shaw = heatmap_trace(
             -r,
             symmetric=True,
-            hovertemplate=hover.replace("WHAT", "Shaw's index clip(n − m, k)"),
+            hovertemplate=hover.replace("WHAT", tr("Shaw's index clip(n − m, k)")),
             colorbar={"title": {"text": "clipped<br>offset"}},
             **common,
         )  # Shaw et al. index by key minus query; the symmetric clip commutes with the sign flip
         return [book, shaw]
 
     steps = [
-        (str(k), traces(k), {"title.text": f"Clipped relative position, k = {k}: {2 * k + 1} table rows"})
+        (
+            str(k),
+            traces(k),
+            {"title.text": tr("Clipped relative position, k = {k}: {value} table rows", k=k, value=2 * k + 1)},
+        )
         for k in clips
     ]
     layout = {
@@ -76,9 +82,9 @@ def clipped_positions_figure(
         "width": 600,
         "font": _FONT,
         "margin": {"t": 110, "b": 40},
-        "xaxis": {"title": {"text": "key position n"}, "dtick": 2, "constrain": "domain"},
+        "xaxis": {"title": {"text": tr("key position n")}, "dtick": 2, "constrain": "domain"},
         "yaxis": {
-            "title": {"text": "query position m"},
+            "title": {"text": tr("query position m")},
             "autorange": "reversed",
             "dtick": 2,
             "scaleanchor": "x",
@@ -87,10 +93,10 @@ def clipped_positions_figure(
     }
     return slider_figure(
         steps,
-        slider_label="clip distance k",
+        slider_label=tr("clip distance k"),
         layout=layout,
         active=active,
-        views=[("this book: clip(m − n, −k, k)", [0]), ("Shaw et al.: clip(n − m, k)", [1])],
+        views=[(tr("this book: clip(m − n, −k, k)"), [0]), (tr("Shaw et al.: clip(n − m, k)"), [1])],
     )
 
 
@@ -107,6 +113,7 @@ def xl_demo_inputs(length: int, *, d_model: int = 32, d_head: int = 16, seed: in
     return {"e": e, "w_q": w_q, "w_k": w_k, "w_k_r": w_k_r, "u": u, "v": v}
 
 
+@translatable
 def transformer_xl_terms_figure(
     length: int = 12,
     shifts: Sequence[int] = (0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144),
@@ -133,13 +140,23 @@ def transformer_xl_terms_figure(
 
     lim = float(max(max(t.abs().max() for t in absolute(s)) for s in shifts))
     lim = max(lim, float(max(t.abs().max() for t in xl)))
-    names = ["(a) content–content", "(b) content–position", "(c) position–content", "(d) position–position"]
-    xl_names = ["(a) content–content", "(b) content–position", "(c) global content, u", "(d) global position, v"]
+    names = [
+        tr("(a) content–content"),
+        tr("(b) content–position"),
+        tr("(c) position–content"),
+        tr("(d) position–position"),
+    ]
+    xl_names = [
+        tr("(a) content–content"),
+        tr("(b) content–position"),
+        tr("(c) global content, u"),
+        tr("(d) global position, v"),
+    ]
     titles = [
-        "(a) content · content",
-        "(b) content · key position",
-        "(c) U<sub>m</sub> or u · content",
-        "(d) U<sub>m</sub> or v · key position",
+        tr("(a) content · content"),
+        tr("(b) content · key position"),
+        tr("(c) U<sub>m</sub> or u · content"),
+        tr("(d) U<sub>m</sub> or v · key position"),
     ]
     grid = make_subplots(rows=2, cols=2, subplot_titles=titles, horizontal_spacing=0.1, vertical_spacing=0.16)
 
@@ -156,8 +173,11 @@ def transformer_xl_terms_figure(
                         xaxis=f"x{i + 1 if i else ''}",
                         yaxis=f"y{i + 1 if i else ''}",
                         name=f"{kind} {label}",
-                        hovertemplate=f"{kind}, {label}<br>query m = %{{y}}<br>key n = %{{x}}<br>"
-                        "term = %{z:.2f}<extra></extra>",
+                        hovertemplate=tr(
+                            "{kind}, {label}<br>query m = %{y}<br>key n = %{x}<br>term = %{z:.2f}<extra></extra>",
+                            kind=kind,
+                            label=label,
+                        ),
                     )
                 )
         return out
@@ -166,7 +186,11 @@ def transformer_xl_terms_figure(
         (
             str(s),
             traces(s),
-            {"title.text": f"The same {length} tokens at positions {s} … {s + length - 1}"},
+            {
+                "title.text": tr(
+                    "The same {length} tokens at positions {s} … {value}", length=length, s=s, value=s + length - 1
+                )
+            },
         )
         for s in shifts
     ]
@@ -191,17 +215,17 @@ def transformer_xl_terms_figure(
             "autorange": "reversed",
             "scaleanchor": f"x{suffix}",
             "constrain": "domain",
-            "title": {"text": "query m" if i % 2 == 0 else ""},
+            "title": {"text": tr("query m") if i % 2 == 0 else ""},
         }
         layout[f"xaxis{suffix}"] = {**layout.get(f"xaxis{suffix}", {}), "constrain": "domain"}
-        layout[f"xaxis{suffix}"]["title"] = {"text": "key n" if i >= 2 else ""}
+        layout[f"xaxis{suffix}"]["title"] = {"text": tr("key n") if i >= 2 else ""}
     for annotation in layout["annotations"]:  # the subplot titles
         annotation["font"] = {"size": 13}
     fig = slider_figure(
         steps,
-        slider_label="first position s",
+        slider_label=tr("first position s"),
         layout=layout,
-        views=[("absolute: U_m added to E_m", [0, 1, 2, 3]), ("Transformer-XL: R_(m−n)", [4, 5, 6, 7])],
+        views=[(tr("absolute: U_m added to E_m"), [0, 1, 2, 3]), (tr("Transformer-XL: R_(m−n)"), [4, 5, 6, 7])],
     )
     fig.layout.updatemenus[0].y = 1.07  # above the subplot titles
     return fig
@@ -210,6 +234,7 @@ def transformer_xl_terms_figure(
 _T5_SETTINGS = tuple((b, d) for b in (8, 16, 32, 64) for d in (64, 128, 512))
 
 
+@translatable
 def t5_bucket_figure(
     settings: Sequence[tuple[int, int]] = _T5_SETTINGS,
     max_offset: int = 2048,
@@ -237,8 +262,8 @@ def t5_bucket_figure(
             )  # key after the query: n - m > 0
             mode = "bidirectional" if bidirectional else "causal"
             for label, y, colour in (
-                ("key before query (m > n)", past, "#1f77b4"),
-                ("key after query (m < n)", future, "#d62728"),
+                (tr("key before query (m > n)"), past, "#1f77b4"),
+                (tr("key after query (m < n)"), future, "#d62728"),
             ):
                 keep = torch.ones_like(y, dtype=torch.bool)  # where the bucket changes, and the end
                 keep[1:-1] = y[1:-1] != y[:-2]
@@ -248,17 +273,19 @@ def t5_bucket_figure(
                         y=y[keep].numpy(),
                         mode="lines",
                         line={"shape": "hv", "color": colour},
-                        name=f"{label}{', masked' if not bidirectional and 'after' in label else ''}",
-                        hovertemplate=f"{mode}, {label}<br>|m − n| = %{{x}}<br>bucket %{{y}}<extra></extra>",
+                        name=f"{label}{tr(', masked') if not bidirectional and 'after' in label else ''}",
+                        hovertemplate=tr(
+                            "{mode}, {label}<br>|m − n| = %{x}<br>bucket %{y}<extra></extra>", mode=mode, label=label
+                        ),
                     )
                 )
         return out
 
     def shapes(num_buckets: int, max_distance: int) -> list[dict]:
         marks = (
-            (num_buckets // 4, f"log buckets from {num_buckets // 4} (bidirectional)", 0.9),
-            (num_buckets // 2, f"log buckets from {num_buckets // 2} (causal)", 0.82),
-            (max_distance, f"max_distance {max_distance}", 0.74),
+            (num_buckets // 4, tr("log buckets from {value} (bidirectional)", value=num_buckets // 4), 0.9),
+            (num_buckets // 2, tr("log buckets from {value} (causal)", value=num_buckets // 2), 0.82),
+            (max_distance, tr("max_distance {max_distance}", max_distance=max_distance), 0.74),
         )
         return [
             {
@@ -285,7 +312,7 @@ def t5_bucket_figure(
             f"{b} / {d}",
             traces(b, d),
             {
-                "title.text": f"T5 buckets: num_buckets = {b}, max_distance = {d}",
+                "title.text": tr("T5 buckets: num_buckets = {b}, max_distance = {d}", b=b, d=d),
                 "yaxis.range": [-0.5, 1.45 * b],  # room above the staircase for the labels
                 "shapes": shapes(b, d),
             },
@@ -299,23 +326,23 @@ def t5_bucket_figure(
         "xaxis": {
             "type": "log",
             "range": [0, math.log10(max_offset)],
-            "title": {"text": "distance |m − n| between query and key (log scale)"},
+            "title": {"text": tr("distance |m − n| between query and key (log scale)")},
         },
-        "yaxis": {"title": {"text": "bucket index"}},
+        "yaxis": {"title": {"text": tr("bucket index")}},
         "legend": {"x": 0.99, "xanchor": "right", "y": 0.02, "yanchor": "bottom", "bgcolor": "rgba(255,255,255,0.8)"},
     }
     return slider_figure(
         steps,
-        slider_label="num_buckets / max_distance",
+        slider_label=tr("num_buckets / max_distance"),
         layout=layout,
         active=active,
-        views=[("bidirectional (encoder)", [0, 1]), ("causal (decoder)", [2, 3])],
+        views=[(tr("bidirectional (encoder)"), [0, 1]), (tr("causal (decoder)"), [2, 3])],
     )
 
 
 def t5_bucket_table(pairs: Sequence[tuple[int, int]], *, num_buckets: int = 32, max_distance: int = 128) -> str:
     """A text table of (m, n, m − n, T5's relative_position = n − m, bucket both ways)."""
-    rows = [f"{'m':>5} {'n':>5} {'m − n':>6} {'T5 n − m':>9} {'bucket (bidir.)':>16} {'bucket (causal)':>16}"]
+    rows = [f"{'m':>5} {'n':>5} {'m − n':>6} {'T5 n − m':>9} {tr('bucket (bidir.)'):>16} {tr('bucket (causal)'):>16}"]
     for m, n in pairs:
         rel = torch.tensor([n - m])  # T5's sign: key minus query
         both = t5_relative_bucket(rel, num_buckets=num_buckets, max_distance=max_distance).item()
@@ -345,14 +372,15 @@ def demo_t5_bias_table(num_heads: int = 8, num_buckets: int = 32) -> torch.Tenso
 
 def _head_label(h: int, num_heads: int) -> str:
     if h == 0:
-        return "no bias"
+        return tr("no bias")
     if h == num_heads - 2:
-        return "looks back"
+        return tr("looks back")
     if h == num_heads - 1:
-        return "looks ahead"
-    return f"decay {0.25 * 2 ** (h - 1):g} per bucket"
+        return tr("looks ahead")
+    return tr("decay {value:g} per bucket", value=0.25 * 2 ** (h - 1))
 
 
+@translatable
 def t5_attention_figure(length: int = 32, num_heads: int = 8, head_dim: int = 16, seed: int = 0) -> go.Figure:
     """Attention weights of random queries and keys, without and with a T5 bias; slider: head.
 
@@ -370,10 +398,10 @@ def t5_attention_figure(length: int = 32, num_heads: int = 8, head_dim: int = 16
     plain = attention_weights(q, k)
     biased = attention_weights(q, k, bias=bias)
     wmax = 0.5
-    hover = "query m = %{y}<br>key n = %{x}<br>WHAT<extra></extra>"
+    hover = tr("query m = %{y}<br>key n = %{x}<br>{what}<extra></extra>", what="WHAT")
 
     def traces(h: int) -> list[go.Heatmap]:
-        weight_bar = {"title": {"text": "attention<br>weight<br>(0.5 and up<br>in yellow)"}}
+        weight_bar = {"title": {"text": tr("attention<br>weight<br>(0.5 and up<br>in yellow)")}}
         return [
             heatmap_trace(
                 plain[h],
@@ -381,7 +409,7 @@ def t5_attention_figure(length: int = 32, num_heads: int = 8, head_dim: int = 16
                 zmax=wmax,
                 colorscale="Viridis",
                 colorbar=weight_bar,
-                hovertemplate=hover.replace("WHAT", "weight %{z:.3f}"),
+                hovertemplate=hover.replace("WHAT", tr("weight %{z:.3f}")),
             ),
             heatmap_trace(
                 biased[h],
@@ -389,7 +417,7 @@ def t5_attention_figure(length: int = 32, num_heads: int = 8, head_dim: int = 16
                 zmax=wmax,
                 colorscale="Viridis",
                 colorbar=weight_bar,
-                hovertemplate=hover.replace("WHAT", "weight %{z:.3f}"),
+                hovertemplate=hover.replace("WHAT", tr("weight %{z:.3f}")),
             ),
             heatmap_trace(
                 bias[h],
@@ -397,20 +425,23 @@ def t5_attention_figure(length: int = 32, num_heads: int = 8, head_dim: int = 16
                 zmax=0,
                 colorscale="Blues",
                 reversescale=True,
-                colorbar={"title": {"text": "bias b"}},
-                hovertemplate=hover.replace("WHAT", "bias %{z:.2f}"),
+                colorbar={"title": {"text": tr("bias b")}},
+                hovertemplate=hover.replace("WHAT", tr("bias %{z:.2f}")),
             ),
         ]
 
-    steps = [(str(h), traces(h), {"title.text": f"Head {h}: {_head_label(h, num_heads)}"}) for h in range(num_heads)]
+    steps = [
+        (str(h), traces(h), {"title.text": tr("Head {h}: {head}", h=h, head=_head_label(h, num_heads))})
+        for h in range(num_heads)
+    ]
     layout = {
         "height": 520,
         "width": 620,
         "font": _FONT,
         "margin": {"t": 110, "b": 40},
-        "xaxis": {"title": {"text": "key position n"}, "constrain": "domain"},
+        "xaxis": {"title": {"text": tr("key position n")}, "constrain": "domain"},
         "yaxis": {
-            "title": {"text": "query position m"},
+            "title": {"text": tr("query position m")},
             "autorange": "reversed",
             "scaleanchor": "x",
             "constrain": "domain",
@@ -421,7 +452,7 @@ def t5_attention_figure(length: int = 32, num_heads: int = 8, head_dim: int = 16
         slider_label="head",
         layout=layout,
         active=min(3, num_heads - 1),
-        views=[("content + T5 bias", [1]), ("content only", [0]), ("bias alone", [2])],
+        views=[(tr("content + T5 bias"), [1]), (tr("content only"), [0]), (tr("bias alone"), [2])],
     )
 
 
@@ -429,9 +460,15 @@ def format_cost_table(rows: Sequence[dict[str, float]]) -> str:
     """Text table of :func:`posviz.relative.relative_attention_cost` rows (ms), machine named."""
     threads = rows[0].get("threads", torch.get_num_threads()) if rows else torch.get_num_threads()
     lines = [
-        f"machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, "
-        f"{int(threads)} CPU thread{'s' if threads != 1 else ''}",
-        f"{'L':>6} {'plain (ms)':>11} {'Shaw (ms)':>10} {'T5 bias (ms)':>13} {'Shaw/plain':>11} {'T5/plain':>9}",
+        tr(
+            "machine: {value}, torch {version}, {threads} CPU thread{value2}",
+            value=platform.processor() or platform.machine(),
+            version=torch.__version__,
+            threads=int(threads),
+            value2="s" if threads != 1 else "",
+        ),
+        f"{'L':>6} {tr('plain (ms)'):>11} {tr('Shaw (ms)'):>10} {tr('T5 bias (ms)'):>13} "
+        "{'Shaw/plain':>11} {'T5/plain':>9}",
     ]
     for row in rows:
         plain, shaw, t5 = (1000 * row[key] for key in ("plain", "shaw", "t5"))

@@ -17,6 +17,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from ..frequencies import rope_frequencies
+from ..i18n import tr, translatable
 from ..rope import (
     apply_rope,
     rope_angles,
@@ -98,6 +99,7 @@ def _circle(radius: float, color: str, axes: tuple[str, str]) -> go.Scatter:
     )
 
 
+@translatable
 def rope_rotation_figure(
     q: torch.Tensor | None = None,
     k: torch.Tensor | None = None,
@@ -135,7 +137,7 @@ def rope_rotation_figure(
     q0, k0 = rope_complex_view(q, layout=layout), rope_complex_view(k, layout=layout)
     dims = [(2 * i, 2 * i + 1) if layout == "interleaved" else (i, i + dim // 2) for i in pairs]
 
-    titles = [f"pair i = {i}<br>θ<sub>i</sub> = {theta[i].item():.3g} rad/token" for i in pairs]
+    titles = [tr("pair i = {i}<br>θ<sub>i</sub> = {theta:.3g} rad/token", i=i, theta=theta[i].item()) for i in pairs]
     frame = make_subplots(rows=1, cols=len(pairs), subplot_titles=titles, horizontal_spacing=0.05)
     axes = [("x" if c == 0 else f"x{c + 1}", "y" if c == 0 else f"y{c + 1}") for c in range(len(pairs))]
 
@@ -152,9 +154,15 @@ def rope_rotation_figure(
                     round(zq.real, 5),
                     round(zq.imag, 5),
                     Q_COLOR,
-                    "query q at m",
-                    f"query pair {i} at m = {mq:g}<br>angle turned m·θ<sub>i</sub> = {mq * theta[i].item():.4g} rad"
-                    f"<br>this pair's share of the score: {share:.4f}",
+                    tr("query q at m"),
+                    tr(
+                        "query pair {i} at m = {mq:g}<br>angle turned m·θ<sub>i</sub> = {value:.4g} "
+                        "rad<br>this pair's share of the score: {share:.4f}",
+                        i=i,
+                        mq=mq,
+                        value=mq * theta[i].item(),
+                        share=share,
+                    ),
                     c == 0,
                     axes[c],
                 ),
@@ -162,9 +170,15 @@ def rope_rotation_figure(
                     round(zk.real, 5),
                     round(zk.imag, 5),
                     K_COLOR,
-                    f"key k at n = m − {offset}",
-                    f"key pair {i} at n = {nk:g}<br>angle turned n·θ<sub>i</sub> = {nk * theta[i].item():.4g} rad"
-                    f"<br>this pair's share of the score: {share:.4f}",
+                    tr("key k at n = m − {offset}", offset=offset),
+                    tr(
+                        "key pair {i} at n = {nk:g}<br>angle turned n·θ<sub>i</sub> = {value:.4g} "
+                        "rad<br>this pair's share of the score: {share:.4f}",
+                        i=i,
+                        nk=nk,
+                        value=nk * theta[i].item(),
+                        share=share,
+                    ),
                     c == 0,
                     axes[c],
                 ),
@@ -175,7 +189,14 @@ def rope_rotation_figure(
         (
             f"{m[s].item():g}",
             (lambda s=s: traces(s)),
-            {"title.text": f"Query at m = {m[s].item():g}, key at n = m − {offset} = {m[s].item() - offset:g}"},
+            {
+                "title.text": tr(
+                    "Query at m = {m:g}, key at n = m − {offset} = {value:g}",
+                    m=m[s].item(),
+                    offset=offset,
+                    value=m[s].item() - offset,
+                )
+            },
         )
         for s in range(len(m))
     ]
@@ -209,9 +230,10 @@ def rope_rotation_figure(
         title={"x": 0, "xanchor": "left", "y": 0.97},
         hovermode="closest",
     )
-    return slider_figure(steps, slider_label="query position m", layout=layout_dict)
+    return slider_figure(steps, slider_label=tr("query position m"), layout=layout_dict)
 
 
+@translatable
 def rope_angle_figure(
     dim: int = 128,
     bases: Sequence[float] = (100.0, 10000.0, 500000.0),
@@ -245,9 +267,12 @@ def rope_angle_figure(
                     mode="lines+markers",
                     marker={"size": 4},
                     line={"color": color},
-                    name=f"base {base_label(b)}",
-                    hovertemplate=f"base {base_label(b)}, pair i = %{{x}}<br>m·θ<sub>i</sub> = %{{y:.4g}} rad"
-                    " = %{customdata} turns<extra></extra>",
+                    name=tr("base {base}", base=base_label(b)),
+                    hovertemplate=tr(
+                        "base {base}, pair i = %{x}<br>m·θ<sub>i</sub> = %{y:.4g} rad = %{customdata} "
+                        "turns<extra></extra>",
+                        base=base_label(b),
+                    ),
                 )
             )
         out.append(
@@ -256,25 +281,29 @@ def rope_angle_figure(
                 y=[2 * math.pi, 2 * math.pi],
                 mode="lines",
                 line={"color": "black", "dash": "dash", "width": 1},
-                name="one full turn (2π rad)",
+                name=tr("one full turn (2π rad)"),
                 hoverinfo="skip",
             )
         )
         return out
 
     steps = [
-        (f"{p:g}", (lambda s=s: traces(s)), {"title.text": f"Angle turned by each pair at position m = {p:g}"})
+        (f"{p:g}", (lambda s=s: traces(s)), {"title.text": tr("Angle turned by each pair at position m = {p:g}", p=p)})
         for s, p in enumerate(pos.tolist())
     ]
-    views = [("all bases", list(range(len(bases) + 1)))]
-    views += [(f"base {base_label(b)}", [j, len(bases)]) for j, b in enumerate(bases)]
+    views = [(tr("all bases"), list(range(len(bases) + 1)))]
+    views += [(tr("base {base}", base=base_label(b)), [j, len(bases)]) for j, b in enumerate(bases)]
     layout = {
         "height": 480,
         "margin": {"t": 110, "b": 40},
         "title": {"x": 0, "xanchor": "left", "y": 0.97},
-        "xaxis": {"title": {"text": f"pair index i (0 = fastest, {dim // 2 - 1} = slowest), d = {dim}"}},
+        "xaxis": {
+            "title": {
+                "text": tr("pair index i (0 = fastest, {value} = slowest), d = {dim}", value=dim // 2 - 1, dim=dim)
+            }
+        },
         "yaxis": {
-            "title": {"text": "angle m·θ<sub>i</sub> (radians, log scale)"},
+            "title": {"text": tr("angle m·θ<sub>i</sub> (radians, log scale)")},
             "type": "log",
             "range": [math.log10(lo) - 0.3, math.log10(hi) + 0.3],
             "exponentformat": "power",
@@ -283,9 +312,10 @@ def rope_angle_figure(
     }
     plist = pos.tolist()
     active = plist.index(16.0) if 16.0 in plist else len(plist) // 2
-    return slider_figure(steps, slider_label="position m", layout=layout, views=views, active=active)
+    return slider_figure(steps, slider_label=tr("position m"), layout=layout, views=views, active=active)
 
 
+@translatable
 def rope_score_matrix_figure(
     q: torch.Tensor | None = None,
     k: torch.Tensor | None = None,
@@ -327,9 +357,12 @@ def rope_score_matrix_figure(
                 zmin=-zmax,
                 zmax=zmax,
                 customdata=rel,
-                colorbar={"title": {"text": "score"}},
-                hovertemplate=f"{lay} pairs<br>query m = %{{y}}, key n = %{{x}}<br>r = m − n = %{{customdata}}"
-                "<br>score = %{z:.4g}<extra></extra>",
+                colorbar={"title": {"text": tr("score")}},
+                hovertemplate=tr(
+                    "{lay} pairs<br>query m = %{y}, key n = %{x}<br>r = m − n = %{customdata}"
+                    "<br>score = %{z:.4g}<extra></extra>",
+                    lay=lay,
+                ),
             )
             for lay in layouts
         ]
@@ -338,23 +371,24 @@ def rope_score_matrix_figure(
         (
             base_label(b),
             (lambda b=b: traces(b)),
-            {"title.text": f"Scores, same q and k at every position (base {base_label(b)})"},
+            {"title.text": tr("Scores, same q and k at every position (base {base})", base=base_label(b))},
         )
         for b in bases
     ]
-    views = [("interleaved pairs (2i, 2i+1)", [0]), ("half pairs (i, i+d/2)", [1])]
+    views = [(tr("interleaved pairs (2i, 2i+1)"), [0]), (tr("half pairs (i, i+d/2)"), [1])]
     layout = {
         "height": 620,
         "width": 580,
         "margin": {"t": 110, "b": 40, "l": 70, "r": 20},
         "title": {"x": 0, "xanchor": "left", "y": 0.97},
-        "xaxis": {"title": {"text": "key position n"}, "constrain": "domain"},
-        "yaxis": {"title": {"text": "query position m"}, "autorange": "reversed", "scaleanchor": "x"},
+        "xaxis": {"title": {"text": tr("key position n")}, "constrain": "domain"},
+        "yaxis": {"title": {"text": tr("query position m")}, "autorange": "reversed", "scaleanchor": "x"},
     }
     active = min(range(len(bases)), key=lambda j: abs(math.log10(bases[j]) - 4))  # base 10^4 if present
     return slider_figure(steps, slider_label="base", layout=layout, views=views, active=active)
 
 
+@translatable
 def rope_decay_figure(
     dims: Sequence[int] = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512),
     bases: Sequence[float] = (100.0, 10000.0, 1000000.0),
@@ -379,10 +413,13 @@ def rope_decay_figure(
                 y=significant(rope_mean_partial_sum(r, d, b), 4),
                 mode="lines",
                 line={"color": color, "width": 1.5},
-                name=f"base {base_label(b)}",
+                name=tr("base {base}", base=base_label(b)),
                 hovertemplate=(
-                    f"base {base_label(b)}, d = {d}<br>|m − n| = %{{x}}<br>"
-                    "mean |S<sub>j</sub>| = %{y:.4g}<extra></extra>"
+                    tr(
+                        "base {base}, d = {d}<br>|m − n| = %{x}<br>mean |S<sub>j</sub>| = %{y:.4g}<extra></extra>",
+                        base=base_label(b),
+                        d=d,
+                    )
                 ),
             )
             for b, color in zip(bases, BASE_COLORS)
@@ -394,21 +431,21 @@ def rope_decay_figure(
             (lambda d=d: traces(d)),
             {
                 "yaxis.range": [0, 1.05 * (d / 2 + 1) / 2],
-                "title.text": f"Long-term decay: the distance factor of RoFormer's bound, d = {d}",
+                "title.text": tr("Long-term decay: the distance factor of RoFormer's bound, d = {d}", d=d),
             },
         )
         for d in dims
     ]
     default = next((j for j, b in enumerate(bases) if b == 10000.0), 0)
-    views = [(f"base {base_label(bases[default])}", [default])]
-    views += [(f"base {base_label(b)}", [j]) for j, b in enumerate(bases) if j != default]
-    views += [("all bases", list(range(len(bases))))]
+    views = [(tr("base {base}", base=base_label(bases[default])), [default])]
+    views += [(tr("base {base}", base=base_label(b)), [j]) for j, b in enumerate(bases) if j != default]
+    views += [(tr("all bases"), list(range(len(bases))))]
     layout = {
         "height": 460,
         "margin": {"t": 110, "b": 40},
         "title": {"x": 0, "xanchor": "left", "y": 0.97},
-        "xaxis": {"title": {"text": "relative distance |m − n| (tokens)"}, "range": [0, max_distance]},
-        "yaxis": {"title": {"text": "mean partial sum (1/(d/2))·Σ<sub>j</sub>|S<sub>j</sub>|"}},
+        "xaxis": {"title": {"text": tr("relative distance |m − n| (tokens)")}, "range": [0, max_distance]},
+        "yaxis": {"title": {"text": tr("mean partial sum (1/(d/2))·Σ<sub>j</sub>|S<sub>j</sub>|")}},
         "legend": {"x": 1, "xanchor": "right", "y": 1, "yanchor": "top", "bgcolor": "rgba(255,255,255,0.8)"},
     }
     active = next((j for j, d in enumerate(dims) if d == 128), 0)

@@ -21,6 +21,7 @@ from ..absolute import (
     sinusoidal_phase_coverage,
 )
 from ..frequencies import rope_frequencies, wavelengths
+from ..i18n import tr, translatable
 from ._numbers import rounded
 from ._sliders import heatmap_trace, slider_figure
 
@@ -40,15 +41,12 @@ _CPU = torch.device("cpu")
 _FONT = {"size": 13}
 
 
-
-
-
 def _base_label(base: float) -> str:
     return f"{base:,.0f}" if base >= 1 else f"{base:g}"
 
 
 def _every(n: int) -> str:
-    return "at every position" if n == 1 else f"every {n} positions"
+    return tr("at every position") if n == 1 else tr("every {n} positions", n=n)
 
 
 def _percent(x: float) -> str:
@@ -62,6 +60,7 @@ def _active(values: Sequence[float], wanted: float, name: str) -> int:
     raise ValueError(f"{name}={wanted!r} must be one of {list(values)}")
 
 
+@translatable
 def sinusoidal_heatmap_figure(
     length: int = 64,
     dims: Sequence[int] = (16, 64, 256),
@@ -104,8 +103,11 @@ def sinusoidal_heatmap_figure(
                     "ticktext": [f"{t:g}".replace("-", "−") for t in ticks],
                 },
                 hovertemplate=(
-                    "position p = %{y}<br>column j = %{x} (pair i = ⌊j/2⌋; even j: sin, odd j: cos)"
-                    f"<br>{scale} × PE(p, j) = %{{z}}<extra></extra>"
+                    tr(
+                        "position p = %{y}<br>column j = %{x} (pair i = ⌊j/2⌋; even j: sin, odd j: "
+                        "cos)<br>{scale} × PE(p, j) = %{z}<extra></extra>",
+                        scale=scale,
+                    )
                 ),
             )
             for d in dims
@@ -115,7 +117,7 @@ def sinusoidal_heatmap_figure(
         (
             _base_label(base),
             lambda base=base: traces(base),
-            {"title.text": f"Sinusoidal table PE(p, j), base = {_base_label(base)}"},
+            {"title.text": tr("Sinusoidal table PE(p, j), base = {base}", base=_base_label(base))},
         )
         for base in bases
     ]
@@ -129,12 +131,13 @@ def sinusoidal_heatmap_figure(
             "font": _FONT,
             "margin": {"t": 110, "b": 20},
             "title": {"x": 0.5, "y": 0.97, "yanchor": "top"},
-            "xaxis": {"title": {"text": "dimension j (fast pairs on the left, slow pairs on the right)"}},
-            "yaxis": {"title": {"text": "position p"}, "autorange": "reversed"},
+            "xaxis": {"title": {"text": tr("dimension j (fast pairs on the left, slow pairs on the right)")}},
+            "yaxis": {"title": {"text": tr("position p")}, "autorange": "reversed"},
         },
     )
 
 
+@translatable
 def binary_counter_figure(length: int = 64, bits: int = 6, *, samples_per_position: int = 8) -> go.Figure:
     r"""Bit :math:`k` of a binary counter as a square wave and its smooth sine; slider over ``k``.
 
@@ -155,8 +158,8 @@ def binary_counter_figure(length: int = 64, bits: int = 6, *, samples_per_positi
                 mode="lines+markers",
                 line={"shape": "hvh", "width": 2, "color": "#1f77b4"},
                 marker={"size": 5},
-                name=f"bit {k} as a sign, 1 − 2b<sub>{k}</sub>(p)",
-                hovertemplate=f"p = %{{x}}<br>bit {k} = %{{customdata}}<extra></extra>",
+                name=tr("bit {k} as a sign, 1 − 2b<sub>{k}</sub>(p)", k=k),
+                hovertemplate=tr("p = %{x}<br>bit {k} = %{customdata}<extra></extra>", k=k),
                 customdata=((1 - square[:, k]) / 2).astype(int),
             ),
             go.Scatter(
@@ -164,8 +167,8 @@ def binary_counter_figure(length: int = 64, bits: int = 6, *, samples_per_positi
                 y=smooth[:, k],
                 mode="lines",
                 line={"width": 2, "color": "#d62728"},
-                name=f"smooth: sin(π(p + ½)/2<sup>{k}</sup>)",
-                hovertemplate="p = %{x}<br>sine = %{y:.3f}<extra></extra>",
+                name=tr("smooth: sin(π(p + ½)/2<sup>{k}</sup>)", k=k),
+                hovertemplate=tr("p = %{x}<br>sine = %{y:.3f}<extra></extra>"),
             ),
         ]
 
@@ -173,25 +176,33 @@ def binary_counter_figure(length: int = 64, bits: int = 6, *, samples_per_positi
         (
             str(k),
             lambda k=k: traces(k),
-            {"title.text": f"Bit {k} flips {_every(2**k)} and repeats every {2 ** (k + 1)} positions"},
+            {
+                "title.text": tr(
+                    "Bit {k} flips {every} and repeats every {value} positions",
+                    k=k,
+                    every=_every(2**k),
+                    value=2 ** (k + 1),
+                )
+            },
         )
         for k in range(bits)
     ]
     return slider_figure(
         steps,
-        slider_label="bit k",
+        slider_label=tr("bit k"),
         layout={
             "height": 440,
             "font": _FONT,
             "margin": {"t": 70},
             "title": {"x": 0.5},
             "legend": {"orientation": "h", "x": 0.5, "xanchor": "center", "y": 1.0, "yanchor": "bottom"},
-            "xaxis": {"title": {"text": "position p"}, "range": [-0.5, length - 0.5]},
-            "yaxis": {"title": {"text": "value (+1: bit is 0, −1: bit is 1)"}, "range": [-1.25, 1.25]},
+            "xaxis": {"title": {"text": tr("position p")}, "range": [-0.5, length - 0.5]},
+            "yaxis": {"title": {"text": tr("value (+1: bit is 0, −1: bit is 1)")}, "range": [-1.25, 1.25]},
         },
     )
 
 
+@translatable
 def sinusoidal_waves_figure(
     length: int = 64,
     dim: int = 128,
@@ -221,8 +232,8 @@ def sinusoidal_waves_figure(
                 mode="lines+markers",
                 marker={"size": 4},
                 line={"width": 1.5, "color": "#1f77b4"},
-                name=f"column {2 * i}: sin(p θ<sub>{i}</sub>)",
-                hovertemplate="p = %{x}<br>sin = %{y:.3f}<extra></extra>",
+                name=tr("column {value}: sin(p θ<sub>{i}</sub>)", value=2 * i, i=i),
+                hovertemplate=tr("p = %{x}<br>sin = %{y:.3f}<extra></extra>"),
             ),
             go.Scatter(
                 x=p,
@@ -230,16 +241,16 @@ def sinusoidal_waves_figure(
                 mode="lines+markers",
                 marker={"size": 4},
                 line={"width": 1.5, "color": "#ff7f0e"},
-                name=f"column {2 * i + 1}: cos(p θ<sub>{i}</sub>)",
-                hovertemplate="p = %{x}<br>cos = %{y:.3f}<extra></extra>",
+                name=tr("column {value}: cos(p θ<sub>{i}</sub>)", value=2 * i + 1, i=i),
+                hovertemplate=tr("p = %{x}<br>cos = %{y:.3f}<extra></extra>"),
             ),
             go.Scatter(
                 x=[float(lam[i])] * 2,
                 y=[-1.15, 1.15],
                 mode="lines",
                 line={"dash": "dot", "color": "gray"},
-                name="p = λ<sub>i</sub> (one full turn)",
-                hovertemplate=f"λ<sub>{i}</sub> = {float(lam[i]):.1f} positions<extra></extra>",
+                name=tr("p = λ<sub>i</sub> (one full turn)"),
+                hovertemplate=tr("λ<sub>{i}</sub> = {lam:.1f} positions<extra></extra>", i=i, lam=float(lam[i])),
             ),
         ]
 
@@ -249,8 +260,14 @@ def sinusoidal_waves_figure(
             lambda i=i: traces(i),
             {
                 "title.text": (
-                    f"Pair i = {i} of d/2 = {dim // 2}: θ<sub>{i}</sub> = {float(theta[i]):.3g} rad per position<br>"
-                    f"wavelength λ<sub>{i}</sub> = {float(lam[i]):,.1f} positions"
+                    tr(
+                        "Pair i = {i} of d/2 = {value}: θ<sub>{i}</sub> = {theta:.3g} rad per "
+                        "position<br>wavelength λ<sub>{i}</sub> = {lam:,.1f} positions",
+                        i=i,
+                        value=dim // 2,
+                        theta=float(theta[i]),
+                        lam=float(lam[i]),
+                    )
                 )
             },
         )
@@ -258,7 +275,7 @@ def sinusoidal_waves_figure(
     ]
     return slider_figure(
         steps,
-        slider_label="pair i",
+        slider_label=tr("pair i"),
         layout={
             "height": 480,
             "font": _FONT,
@@ -266,7 +283,7 @@ def sinusoidal_waves_figure(
             "title": {"x": 0.5, "y": 0.97, "yanchor": "top"},
             "legend": {"orientation": "h", "x": 0.5, "xanchor": "center", "y": 1.0, "yanchor": "bottom"},
             "xaxis": {
-                "title": {"text": f"position p (d = {dim}, base = {_base_label(base)})"},
+                "title": {"text": tr("position p (d = {dim}, base = {base})", dim=dim, base=_base_label(base))},
                 "range": [0, length - 1],
             },
             "yaxis": {"title": {"text": "PE(p, j)"}, "range": [-1.2, 1.2]},
@@ -274,6 +291,7 @@ def sinusoidal_waves_figure(
     )
 
 
+@translatable
 def sinusoidal_similarity_figure(
     max_offset: int = 256,
     dims: Sequence[int] = (16, 64, 512),
@@ -300,7 +318,7 @@ def sinusoidal_similarity_figure(
                 mode="lines",
                 line={"width": 1.6, "color": colors[n % len(colors)]},
                 name=f"d = {d}",
-                hovertemplate=f"d = {d}<br>k = %{{x}}<br>cosine similarity = %{{y:.3f}}<extra></extra>",
+                hovertemplate=tr("d = {d}<br>k = %{x}<br>cosine similarity = %{y:.3f}<extra></extra>", d=d),
             )
             for n, d in enumerate(dims)
         ]
@@ -309,7 +327,11 @@ def sinusoidal_similarity_figure(
         (
             _base_label(base),
             lambda base=base: traces(base),
-            {"title.text": f"PE(p) · PE(p + k) / (d/2), the same for every p; base = {_base_label(base)}"},
+            {
+                "title.text": tr(
+                    "PE(p) · PE(p + k) / (d/2), the same for every p; base = {base}", base=_base_label(base)
+                )
+            },
         )
         for base in bases
     ]
@@ -323,12 +345,13 @@ def sinusoidal_similarity_figure(
             "margin": {"t": 90},
             "title": {"x": 0.5},
             "legend": {"orientation": "h", "x": 0.5, "xanchor": "center", "y": 1.0, "yanchor": "bottom"},
-            "xaxis": {"title": {"text": "offset k (positions; negative: the other vector comes first)"}},
-            "yaxis": {"title": {"text": "cosine similarity"}, "range": [-0.85, 1.05]},
+            "xaxis": {"title": {"text": tr("offset k (positions; negative: the other vector comes first)")}},
+            "yaxis": {"title": {"text": tr("cosine similarity")}, "range": [-0.85, 1.05]},
         },
     )
 
 
+@translatable
 def sinusoidal_extrapolation_figure(
     train_length: int = 100,
     factor: int = 4,
@@ -369,8 +392,8 @@ def sinusoidal_extrapolation_figure(
                 mode="markers",
                 marker={"size": 5, "color": "#ff7f0e"},
                 legendrank=2,
-                name=f"{train_length} ≤ p < {long} (past the training length)",
-                hovertemplate="p = %{customdata}<br>(cos, sin) = (%{x:.3f}, %{y:.3f})<extra></extra>",
+                name=tr("{train_length} ≤ p < {long} (past the training length)", train_length=train_length, long=long),
+                hovertemplate=tr("p = %{customdata}<br>(cos, sin) = (%{x:.3f}, %{y:.3f})<extra></extra>"),
             ),
             go.Scatter(
                 x=pe[train, 2 * i + 1],
@@ -379,8 +402,8 @@ def sinusoidal_extrapolation_figure(
                 mode="markers",
                 marker={"size": 7, "color": "#1f77b4"},
                 legendrank=1,
-                name=f"training positions p < L = {train_length}",
-                hovertemplate="p = %{customdata}<br>(cos, sin) = (%{x:.3f}, %{y:.3f})<extra></extra>",
+                name=tr("training positions p < L = {train_length}", train_length=train_length),
+                hovertemplate=tr("p = %{customdata}<br>(cos, sin) = (%{x:.3f}, %{y:.3f})<extra></extra>"),
             ),
             go.Scatter(
                 x=pair_index,
@@ -389,8 +412,11 @@ def sinusoidal_extrapolation_figure(
                 yaxis="y2",
                 mode="lines",
                 line={"color": "#1f77b4"},
-                name=f"swept by p < {train_length}",
-                hovertemplate=f"pair %{{x}}: %{{y:.1%}} of the circle before p = {train_length}<extra></extra>",
+                name=tr("swept by p < {train_length}", train_length=train_length),
+                hovertemplate=tr(
+                    "pair %{x}: %{y:.1%} of the circle before p = {train_length}<extra></extra>",
+                    train_length=train_length,
+                ),
             ),
             go.Scatter(
                 x=pair_index,
@@ -399,8 +425,8 @@ def sinusoidal_extrapolation_figure(
                 yaxis="y2",
                 mode="lines",
                 line={"color": "#ff7f0e", "dash": "dash"},
-                name=f"swept by p < {long}",
-                hovertemplate=f"pair %{{x}}: %{{y:.1%}} of the circle before p = {long}<extra></extra>",
+                name=tr("swept by p < {long}", long=long),
+                hovertemplate=tr("pair %{x}: %{y:.1%} of the circle before p = {long}<extra></extra>", long=long),
             ),
             go.Scatter(
                 x=[i, i],
@@ -410,22 +436,27 @@ def sinusoidal_extrapolation_figure(
                 mode="markers",
                 marker={"size": 11, "color": ["#1f77b4", "#ff7f0e"], "line": {"width": 1.5, "color": "black"}},
                 showlegend=False,
-                hovertemplate=f"pair {i}: %{{y:.1%}}<extra></extra>",
+                hovertemplate=tr("pair {i}: %{y:.1%}<extra></extra>", i=i),
             ),
         ]
 
     def title(i: int) -> str:
         lam_i = float(lam[i])
-        return (
-            f"Pair i = {i}, wavelength λ<sub>{i}</sub> = {lam_i:,.1f} positions<br>"
-            f"p < {train_length} sweeps {_percent(seen[i])} of its circle, "
-            f"p < {long} sweeps {_percent(reach[i])}"
+        return tr(
+            "Pair i = {i}, wavelength λ<sub>{i}</sub> = {lam_i:,.1f} positions<br>p < "
+            "{train_length} sweeps {percent} of its circle, p < {long} sweeps {percent2}",
+            i=i,
+            lam_i=lam_i,
+            train_length=train_length,
+            percent=_percent(seen[i]),
+            long=long,
+            percent2=_percent(reach[i]),
         )
 
     steps = [(str(i), lambda i=i: traces(i), {"title.text": title(i)}) for i in pairs]
     return slider_figure(
         steps,
-        slider_label="pair i",
+        slider_label=tr("pair i"),
         layout={
             "height": 540,
             "font": _FONT,
@@ -448,24 +479,24 @@ def sinusoidal_extrapolation_figure(
                 "domain": [0, 0.4],
                 "range": [-1.2, 1.2],
                 "constrain": "domain",
-                "title": {"text": "cos(p θᵢ) = PE(p, 2i+1)"},
+                "title": {"text": tr("cos(p θᵢ) = PE(p, 2i+1)")},
             },
             "yaxis": {
                 "range": [-1.2, 1.2],
                 "scaleanchor": "x",
                 "constrain": "domain",
-                "title": {"text": "sin(p θᵢ) = PE(p, 2i)"},
+                "title": {"text": tr("sin(p θᵢ) = PE(p, 2i)")},
             },
             "xaxis2": {
                 "domain": [0.6, 1],
                 "anchor": "y2",
-                "title": {"text": f"pair i (d = {dim}, base = {_base_label(base)})"},
+                "title": {"text": tr("pair i (d = {dim}, base = {base})", dim=dim, base=_base_label(base))},
             },
             "yaxis2": {
                 "anchor": "x2",
                 "range": [0, 1.05],
                 "tickformat": ".0%",
-                "title": {"text": "share of the circle swept"},
+                "title": {"text": tr("share of the circle swept")},
             },
         },
     )

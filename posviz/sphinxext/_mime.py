@@ -17,6 +17,10 @@ import plotly.io as pio
 from docutils import nodes
 from myst_nb.core.render import MimeData, NbElementRenderer
 
+from ..i18n import N_, translate, translate_figure
+from ..selfcheck import MIME as SELFCHECK_MIME
+from ..selfcheck import SelfCheck
+
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 _HTML_BUILDERS = ("html", "dirhtml", "singlehtml")
 
@@ -301,25 +305,31 @@ def _text(value: Any) -> str:
 
 _ESCAPED_SLASH = re.compile(r"(?<!\\)((?:\\\\)*)\\u002f")
 
-_KINDS = {"heatmap": "heat map", "scatter": "line chart", "bar": "bar chart"}
+_KINDS = {"heatmap": N_("heat map"), "scatter": N_("line chart"), "bar": N_("bar chart")}
 
 
-def describe_figure(figure: Mapping[str, Any]) -> tuple[str, str]:
+def describe_figure(figure: Mapping[str, Any], language: str = "en") -> tuple[str, str]:
     """A figure's text alternative: (a short name, a description of what it shows and how to use it).
 
     Both are read from the figure itself (title, panel titles, axes, colour bars, the named
     series, the slider's and the buttons' labels), so every figure has one and it says what is
-    drawn in the state the page opens with.
+    drawn in the state the page opens with. The sentences around them are in ``language``
+    (posviz's figure catalog, :mod:`posviz.i18n`).
     """
+
+    def t(msgid: str, **fields: Any) -> str:
+        return translate(msgid, language, **fields)
+
+    sep = t("; ")
     layout = figure.get("layout") or {}
-    data = [t for t in figure.get("data") or [] if isinstance(t, Mapping)]
+    data = [trace for trace in figure.get("data") or [] if isinstance(trace, Mapping)]
     title = _text(layout.get("title"))
     kinds = []
     for trace in data:
         kind = trace.get("type", "scatter")
         if kind == "scatter" and "lines" not in str(trace.get("mode", "lines")):
-            kind = "scatter plot"
-        kind = _KINDS.get(kind, kind)
+            kind = N_("scatter plot")
+        kind = t(_KINDS.get(kind, kind))
         if kind not in kinds:
             kinds.append(kind)
     axes = sorted(k for k in layout if re.fullmatch(r"[xy]axis\d*", k))
@@ -330,51 +340,60 @@ def describe_figure(figure: Mapping[str, Any]) -> tuple[str, str]:
     ]
     panels = len([k for k in axes if k.startswith("x")]) or 1
     parts = []
-    what = " and ".join(kinds) or "chart"
-    parts.append(
-        f"Interactive {what}" + (f" in {panels} panels" if panels > 1 else "") + (f": {title}." if title else ".")
+    what = t(" and ").join(kinds) or t("chart")
+    head = (
+        t("Interactive {what} in {panels} panels", what=what, panels=panels)
+        if panels > 1
+        else t("Interactive {what}", what=what)
     )
+    parts.append(t("{head}: {title}.", head=head, title=title) if title else t("{head}.", head=head))
     if panel_titles and panels > 1:
-        parts.append("Panels: " + "; ".join(t for t in panel_titles if t) + ".")
+        parts.append(t("Panels: {titles}.", titles=sep.join(p for p in panel_titles if p)))
     axis_titles = []
     for k in axes:
-        t = _text((layout.get(k) or {}).get("title"))
-        if t and t not in axis_titles:
-            axis_titles.append(f"{k[0]} axis: {t}")
+        text = _text((layout.get(k) or {}).get("title"))
+        if text and text not in axis_titles:
+            axis_titles.append(t("{axis} axis: {title}", axis=k[0], title=text))
     if axis_titles:
-        parts.append("; ".join(axis_titles) + ".")
+        parts.append(sep.join(axis_titles) + t("."))
     colours = []
     for trace in data:
-        t = _text((trace.get("colorbar") or {}).get("title"))
-        if t and t not in colours:
-            colours.append(t)
+        text = _text((trace.get("colorbar") or {}).get("title"))
+        if text and text not in colours:
+            colours.append(text)
     if colours:
-        parts.append("Colour: " + "; ".join(colours) + ".")
+        parts.append(t("Colour: {titles}.", titles=sep.join(colours)))
     names = []
     for trace in data:
         n = _text(trace.get("name"))
         if n and n not in names and trace.get("showlegend", True) is not False:
             names.append(n)
     if names:
-        parts.append("Series: " + "; ".join(names) + ".")
+        parts.append(t("Series: {names}.", names=sep.join(names)))
     for slider in layout.get("sliders") or []:
         steps = [_text(s.get("label")) for s in slider.get("steps") or []]
         if len(steps) > 1:
-            prefix = _text((slider.get("currentvalue") or {}).get("prefix")).rstrip(": ")
+            prefix = _text((slider.get("currentvalue") or {}).get("prefix")).rstrip(": ：")
             active = steps[slider.get("active", 0)] if 0 <= slider.get("active", 0) < len(steps) else steps[0]
+            fields = {"count": len(steps), "first": steps[0], "last": steps[-1], "active": active}
             parts.append(
-                f"A slider{f' ({prefix})' if prefix else ''} steps through {len(steps)} values, "
-                f"{steps[0]} to {steps[-1]}; it opens at {active}."
+                t(
+                    "A slider ({prefix}) steps through {count} values, {first} to {last}; it opens at {active}.",
+                    prefix=prefix,
+                    **fields,
+                )
+                if prefix
+                else t("A slider steps through {count} values, {first} to {last}; it opens at {active}.", **fields)
             )
     for menu in layout.get("updatemenus") or []:
         labels = [_text(b.get("label")) for b in menu.get("buttons") or []]
         if labels:
-            parts.append("Buttons: " + ", ".join(labels) + ".")
-    name = title or f"Interactive {what}"
-    return name, " ".join(parts)
+            parts.append(t("Buttons: {labels}.", labels=t(", ").join(labels)))
+    name = title or head
+    return name, t(" ").join(parts)
 
 
-def plotly_html(figure: Mapping[str, Any], key: str = "") -> str:
+def plotly_html(figure: Mapping[str, Any], key: str = "", language: str = "en") -> str:
     """HTML for one figure: a ``div`` and an inline ``Plotly.newPlot`` script in a ``<figure>``.
 
     plotly.js must already be on the page; MathJax is not added and an animation does not
@@ -387,7 +406,7 @@ def plotly_html(figure: Mapping[str, Any], key: str = "") -> str:
     uses plotly's default template exactly refers to it by name (``data-posviz-template``)
     instead of carrying it: the page script supplies it once for the whole site.
     """
-    fig = dict(figure)
+    fig = translate_figure(json.loads(json.dumps(figure)), language)  # a copy: the record is removed
     config = fig.pop("config", None)
     # Keys sorted: a freshly executed output and the same output read back from the
     # execution cache (which sorts keys) must give the same HTML.
@@ -399,7 +418,7 @@ def plotly_html(figure: Mapping[str, Any], key: str = "") -> str:
     shared = template is not None and json.dumps(template, sort_keys=True, separators=(",", ":")) == _shared_template()
     if shared:
         del layout["template"]
-    name, description = describe_figure(fig)
+    name, description = describe_figure(fig, language)
     width = layout.get("width")
     fig = _compact(fig)
     out = pio.to_html(
@@ -428,8 +447,9 @@ def plotly_html(figure: Mapping[str, Any], key: str = "") -> str:
             out,
             count=1,
         )
+    words = html.escape(translate("Figure in words", language))
     caption = (
-        f'<figcaption class="posviz-figure-words"><details><summary>Figure in words</summary>'
+        f'<figcaption class="posviz-figure-words"><details><summary>{words}</summary>'
         f'<p id="{div_id}-words">{html.escape(description)}</p></details></figcaption>'
     )
     # The <figure> (role figure, which may hold the slider and buttons) is named and described;
@@ -440,19 +460,33 @@ def plotly_html(figure: Mapping[str, Any], key: str = "") -> str:
     )
 
 
-def plotly_nodes(data: Any) -> list[nodes.Element] | None:
-    """A raw HTML node for a plotly output (a myst-nb ``MimeData``), ``None`` for anything else."""
+def plotly_nodes(data: Any, language: str = "en") -> list[nodes.Element] | None:
+    """A raw HTML node for a plotly output (a myst-nb ``MimeData``), ``None`` for anything else.
+
+    The figure is drawn in ``language`` (the edition's: :func:`posviz.i18n.translate_figure`)."""
     if data.mime_type != PLOTLY_MIME:
         return None
     content = data.content
     figure = json.loads(content) if isinstance(content, (str, bytes)) else content
-    html = plotly_html(figure, key=f"{data.cell_index}-{data.output_index}")
+    html = plotly_html(figure, key=f"{data.cell_index}-{data.output_index}", language=language)
     return [nodes.raw(text=html, format="html", classes=["output", "text_html", "posviz-plotly"])]
 
 
-MIME_PRIORITY_OVERRIDES: list[tuple[str, str, int]] = [(builder, PLOTLY_MIME, 0) for builder in _HTML_BUILDERS]
-"""What the book's ``nb_mime_priority_overrides`` must hold: plotly's mime type first for HTML
-builders, ahead of the ``text/html`` and ``text/plain`` fallbacks in the same output."""
+def selfcheck_nodes(data: Any, language: str = "en") -> list[nodes.Element] | None:
+    """A self-check block (``posviz.selfcheck``'s data) as HTML in ``language``; ``None`` for anything else."""
+    if data.mime_type != SELFCHECK_MIME:
+        return None
+    content = data.content
+    block = SelfCheck.from_json(json.loads(content) if isinstance(content, (str, bytes)) else content, language)
+    return [nodes.raw(text=block._repr_html_(), format="html", classes=["output", "text_html"])]
+
+
+MIME_PRIORITY_OVERRIDES: list[tuple[str, str, int]] = [
+    (builder, mime, 0) for builder in _HTML_BUILDERS for mime in (PLOTLY_MIME, SELFCHECK_MIME)
+]
+"""What the book's ``nb_mime_priority_overrides`` must hold: plotly's and the self-check's mime
+types first for HTML builders, ahead of the ``text/html`` and ``text/plain`` fallbacks in the
+same output."""
 
 
 class PlotlyNbRenderer(NbElementRenderer):
@@ -463,8 +497,26 @@ class PlotlyNbRenderer(NbElementRenderer):
     book's ``_config.yml`` does). Installing posviz changes nothing in any other project's docs.
     """
 
+    @property
+    def language(self) -> str:
+        """The edition's language (Sphinx's ``language``), English outside Sphinx."""
+        env = getattr(self.renderer, "sphinx_env", None)
+        return _edition_language(getattr(getattr(env, "config", None), "language", None))
+
     def render_mime_type(self, data: MimeData) -> list[nodes.Element]:
-        return plotly_nodes(data) or super().render_mime_type(data)
+        return (
+            plotly_nodes(data, self.language)
+            or selfcheck_nodes(data, self.language)
+            or super().render_mime_type(data)
+        )
 
     def render_mime_type_inline(self, data: MimeData) -> list[nodes.Element]:
-        return plotly_nodes(data) or super().render_mime_type_inline(data)
+        return plotly_nodes(data, self.language) or super().render_mime_type_inline(data)
+
+
+def _edition_language(language: str | None) -> str:
+    """posviz's figure language for a Sphinx ``language`` (English for any it does not draw in)."""
+    if not language:
+        return "en"
+    name = language.replace("-", "_")
+    return "zh_CN" if name.startswith("zh") else "en"

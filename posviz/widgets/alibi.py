@@ -18,6 +18,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from ..alibi import alibi_bias, alibi_distance_weights, alibi_effective_window, alibi_slopes
+from ..i18n import tr
 from ..plots.alibi import slope_label
 from . import Explorer, colorbar_below, explorer
 
@@ -51,8 +52,8 @@ def _other_heads(slopes: torch.Tensor, head: int, length: int) -> dict:
             x += [*picked.tolist(), None]
             y += [*row[picked].tolist(), None]
     count = len(others)
-    name = f"the other {count} heads" if count != 1 else "the other head"
-    return {"x": x, "y": y, "name": name if count else "no other head", "visible": bool(count)}
+    name = tr("the other {count} heads", count=count) if count != 1 else tr("the other head")
+    return {"x": x, "y": y, "name": name if count else tr("no other head"), "visible": bool(count)}
 
 
 def _state(num_heads: int, head: int, length: int, scale: float, mass: float, shown: int) -> list[dict]:
@@ -70,7 +71,7 @@ def _state(num_heads: int, head: int, length: int, scale: float, mass: float, sh
     lowest = float(m) * (n - 1)
     weights = alibi_distance_weights(m[0], length).numpy()
     window = int(alibi_effective_window(m[0], mass, length))
-    rule = f"ln(10)/m ≈ {math.log(10) / float(m):.1f}" if float(m) > 0 else "m = 0: uniform"
+    rule = f"ln(10)/m ≈ {math.log(10) / float(m):.1f}" if float(m) > 0 else tr("m = 0: uniform")
     ticks = list(range(n))
     others = _other_heads(slopes, head, length)
     return [
@@ -80,18 +81,18 @@ def _state(num_heads: int, head: int, length: int, scale: float, mass: float, sh
             "y": ticks,
             "zmin": -lowest if lowest > 0 else -1.0,
             "zmax": 0.0,
-            "colorbar": {"title": {"text": f"bias, head {head} of {num_heads}"}},
+            "colorbar": {"title": {"text": tr("bias, head {head} of {num_heads}", head=head, num_heads=num_heads)}},
         },
         others,
         {
             "x": np.arange(length),
             "y": weights,
-            "name": f"weight a(δ), m = {slope_label(float(m))}",
+            "name": tr("weight a(δ), m = {slope}", slope=slope_label(float(m))),
         },
         {
             "x": [window, window],
             "y": [1e-9, 1.0],
-            "name": f"{100 * mass:g} % window: w = {window} ({rule})",
+            "name": tr("{value:g} % window: w = {window} ({rule})", value=100 * mass, window=window, rule=rule),
         },
     ]
 
@@ -117,8 +118,8 @@ def alibi_explorer(
     controls = {
         "num_heads": widgets.IntSlider(value=num_heads, min=1, max=64, description="heads"),
         "head": widgets.IntSlider(value=min(head, num_heads), min=1, max=num_heads, description="head"),
-        "length": widgets.IntSlider(value=length, min=1, max=4096, description="length L"),
-        "scale": widgets.FloatLogSlider(value=scale, base=2, min=-6, max=4, step=0.25, description="slope ×"),
+        "length": widgets.IntSlider(value=length, min=1, max=4096, description=tr("length L")),
+        "scale": widgets.FloatLogSlider(value=scale, base=2, min=-6, max=4, step=0.25, description=tr("slope ×")),
     }
 
     def follow(change: dict) -> None:  # the head slider ends at the last head
@@ -131,7 +132,7 @@ def alibi_explorer(
         cols=2,
         column_widths=[0.42, 0.58],
         horizontal_spacing=0.12,
-        subplot_titles=("bias of the head (first positions)", "bias-only attention of the last query"),
+        subplot_titles=(tr("bias of the head (first positions)"), tr("bias-only attention of the last query")),
     )
     fig.add_trace(
         go.Heatmap(
@@ -140,7 +141,7 @@ def alibi_explorer(
             xgap=1,
             ygap=1,
             colorbar=colorbar_below(fig.layout.xaxis.domain, _HEIGHT - sum(_MARGIN.values())),
-            hovertemplate="query i = %{y}<br>key j = %{x}<br>bias = %{z:.4f}<extra></extra>",
+            hovertemplate=tr("query i = %{y}<br>key j = %{x}<br>bias = %{z:.4f}<extra></extra>"),
         ),
         row=1,
         col=1,
@@ -167,10 +168,10 @@ def alibi_explorer(
         margin=_MARGIN,
         legend={"orientation": "h", "x": 0.45, "y": -58 / (_HEIGHT - sum(_MARGIN.values())), "yanchor": "top"},
     )
-    fig.update_xaxes(title_text="key j", row=1, col=1)
-    fig.update_yaxes(title_text="query i", autorange="reversed", row=1, col=1)
-    fig.update_xaxes(title_text="distance δ = i − j (tokens)", row=1, col=2)
-    fig.update_yaxes(title_text="weight (log)", type="log", range=[-8, 0], exponentformat="power", row=1, col=2)
+    fig.update_xaxes(title_text=tr("key j"), row=1, col=1)
+    fig.update_yaxes(title_text=tr("query i"), autorange="reversed", row=1, col=1)
+    fig.update_xaxes(title_text=tr("distance δ = i − j (tokens)"), row=1, col=2)
+    fig.update_yaxes(title_text=tr("weight (log)"), type="log", range=[-8, 0], exponentformat="power", row=1, col=2)
 
     def update(num_heads: int, head: int, length: int, scale: float) -> list[dict]:
         return _state(num_heads, head, length, scale, mass, shown)

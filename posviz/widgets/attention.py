@@ -16,6 +16,7 @@ import torch
 
 from .._validate import check_int, check_positive
 from ..dot_product import self_attention
+from ..i18n import tr
 from ..plots._sliders import heatmap_trace
 from ..plots.attention import METHOD_LABELS, position_kwargs, toy_projections
 from . import Explorer, explorer
@@ -70,11 +71,20 @@ def attention_state(
 
 def _title(values: dict) -> str:
     method = values["method"]
-    knob = {"sinusoidal": f" (base {values['base']:g})", "rope": f" (base {values['base']:g})"}
-    knob["alibi"] = f" (slope {values['slope']:.3g})"
-    return (
-        f"L = {values['length']}, d = {values['dim']}, seed {values['seed']}, T = {values['temperature']:.2g}, "
-        f"{METHOD_LABELS[method]}{knob.get(method, '')}<br>after a random shuffle π: max |Attn(πx) − π·Attn(x)|"
+    knob = {
+        "sinusoidal": tr(" (base {base:g})", base=values["base"]),
+        "rope": tr(" (base {base:g})", base=values["base"]),
+        "alibi": tr(" (slope {slope:.3g})", slope=values["slope"]),
+    }
+    return tr(
+        "L = {length}, d = {dim}, seed {seed}, T = {temperature:.2g}, {method}{knob}"
+        "<br>after a random shuffle π: max |Attn(πx) − π·Attn(x)|",
+        length=values["length"],
+        dim=values["dim"],
+        seed=values["seed"],
+        temperature=values["temperature"],
+        method=tr(METHOD_LABELS[method]),
+        knob=knob.get(method, ""),
     )
 
 
@@ -100,13 +110,13 @@ def _figure(values: dict) -> go.Figure:
                 zmax=weights["zmax"],
                 colorscale="Viridis",
                 colorbar={
-                    "title": {"text": "weight a<sub>mn</sub>", "side": "right"},
+                    "title": {"text": tr("weight a<sub>mn</sub>"), "side": "right"},
                     "x": 0.41,
                     "len": 0.7,
                     "y": 0.35,
                     "thickness": 12,
                 },
-                hovertemplate="query m = %{y}<br>key n = %{x}<br>weight = %{z:.3f}<extra></extra>",
+                hovertemplate=tr("query m = %{y}<br>key n = %{x}<br>weight = %{z:.3f}<extra></extra>"),
             ),
             heatmap_trace(
                 diff["z"],
@@ -122,7 +132,7 @@ def _figure(values: dict) -> go.Figure:
                     "y": 0.35,
                     "thickness": 12,
                 },
-                hovertemplate="position m = %{y}<br>output dim %{x}<br>difference = %{z:.2e}<extra></extra>",
+                hovertemplate=tr("position m = %{y}<br>output dim %{x}<br>difference = %{z:.2e}<extra></extra>"),
             ),
             go.Indicator(
                 mode="number",
@@ -137,13 +147,13 @@ def _figure(values: dict) -> go.Figure:
     fig.update_layout(
         height=560,
         margin={"t": 30, "b": 50, "l": 60, "r": 20},
-        xaxis={"domain": [0.0, 0.4], "title": {"text": "key position n"}},
-        yaxis={**axis, "autorange": "reversed", "title": {"text": "query position m"}},
-        xaxis2={"domain": [0.56, 0.96], "title": {"text": "output dimension"}},
+        xaxis={"domain": [0.0, 0.4], "title": {"text": tr("key position n")}},
+        yaxis={**axis, "autorange": "reversed", "title": {"text": tr("query position m")}},
+        xaxis2={"domain": [0.56, 0.96], "title": {"text": tr("output dimension")}},
         yaxis2={**axis, "autorange": "reversed", "anchor": "x2"},
         annotations=[
-            _annotation("<b>attention weights a<sub>mn</sub></b>", 0.2),
-            _annotation("<b>Attn(πx) − π·Attn(x)</b> (row m: position m)", 0.76),
+            _annotation(tr("<b>attention weights a<sub>mn</sub></b>"), 0.2),
+            _annotation(tr("<b>Attn(πx) − π·Attn(x)</b> (row m: position m)"), 0.76),
         ],
     )
     return fig
@@ -188,15 +198,17 @@ def attention_explorer(
         return kind(value=value, description=description, style=style, **kwargs)
 
     controls = {
-        "length": slider(widgets.IntSlider, length, "length L", min=1, max=128),
-        "dim": slider(widgets.IntSlider, dim, "dimension d", min=2, max=256, step=2),
+        "length": slider(widgets.IntSlider, length, tr("length L"), min=1, max=128),
+        "dim": slider(widgets.IntSlider, dim, tr("dimension d"), min=2, max=256, step=2),
         "seed": slider(widgets.IntSlider, seed, "seed", min=0, max=20),
         "temperature": slider(
-            widgets.FloatLogSlider, temperature, "temperature T", base=10, min=-1.3, max=1.3, step=0.05
+            widgets.FloatLogSlider, temperature, tr("temperature T"), base=10, min=-1.3, max=1.3, step=0.05
         ),
-        "method": slider(widgets.Dropdown, method, "position", options=[(v, k) for k, v in METHOD_LABELS.items()]),
+        "method": slider(
+            widgets.Dropdown, method, tr("position"), options=[(tr(v), k) for k, v in METHOD_LABELS.items()]
+        ),
         "base": slider(widgets.FloatLogSlider, base, "base", base=10, min=0, max=6, step=0.1),
-        "slope": slider(widgets.FloatLogSlider, slope, "ALiBi slope", base=2, min=-8, max=1, step=0.5),
+        "slope": slider(widgets.FloatLogSlider, slope, tr("ALiBi slope"), base=2, min=-8, max=1, step=0.5),
     }
     first = _figure({name: control.value for name, control in controls.items()})
     box = explorer(controls, _traces, first)

@@ -21,6 +21,7 @@ import plotly.io as pio
 import torch
 
 from ..absolute import sinusoidal_encoding
+from ..i18n import tr
 from ..learned import TrainingRun, WindowMaxConfig, cosine_similarity_matrix, train_grid
 from . import Explorer, colorbar_below, explorer, one_thread
 
@@ -56,7 +57,7 @@ def _figure() -> go.Figure:
             colorscale="RdBu",
             reversescale=True,
             colorbar=colorbar_below(_DOMAINS[0], plot_height, title={"text": "P[m, j]"}),
-            hovertemplate="position m = %{y}<br>dimension j = %{x}<br>P[m, j] = %{z:.3f}<extra></extra>",
+            hovertemplate=tr("position m = %{y}<br>dimension j = %{x}<br>P[m, j] = %{z:.3f}<extra></extra>"),
         )
     )
     for axis, name in (("2", "learned"), ("3", "sinusoidal")):
@@ -70,12 +71,14 @@ def _figure() -> go.Figure:
                 reversescale=True,
                 showscale=axis == "3",
                 colorbar=colorbar_below(
-                    [_DOMAINS[1][0], _DOMAINS[2][1]], plot_height, title={"text": "cosine similarity (both panels)"}
+                    [_DOMAINS[1][0], _DOMAINS[2][1]], plot_height, title={"text": tr("cosine similarity (both panels)")}
                 ),
                 xaxis=f"x{axis}",
                 yaxis=f"y{axis}",
-                hovertemplate=f"{name}<br>m = %{{y}}, n = %{{x}}<br>cos(p<sub>m</sub>, p<sub>n</sub>) = %{{z:.3f}}"
-                "<extra></extra>",
+                hovertemplate=tr(
+                    "{name}<br>m = %{y}, n = %{x}<br>cos(p<sub>m</sub>, p<sub>n</sub>) = %{z:.3f}<extra></extra>",
+                    name=name,
+                ),
             )
         )
     fig.add_trace(  # the caption: a text trace on hidden axes, so that an update can change it
@@ -99,7 +102,11 @@ def _figure() -> go.Figure:
         "xaxis4": {**hidden, "domain": [0, 1]},
         "yaxis4": {**hidden, "domain": [0.93, 1.0]},
     }
-    titles = (("dimension j", "position m (row of P)"), ("position n", "position m"), ("position n", "position m"))
+    titles = (
+        (tr("dimension j"), tr("position m (row of P)")),
+        (tr("position n"), tr("position m")),
+        (tr("position n"), tr("position m")),
+    )
     for k, (domain, (x_title, y_title)) in enumerate(zip(_DOMAINS, titles), start=1):
         suffix = "" if k == 1 else str(k)
         layout[f"xaxis{suffix}"] = {"domain": domain, "anchor": f"y{suffix}", "title": {"text": x_title}}
@@ -112,7 +119,9 @@ def _figure() -> go.Figure:
     layout["annotations"] = [
         {"text": text, "x": sum(domain) / 2, "y": 0.87, "xref": "paper", "yref": "paper", "yanchor": "bottom"}
         | {"showarrow": False, "xanchor": "center"}
-        for domain, text in zip(_DOMAINS, ("learned table P", "learned: cosine similarity", "sinusoidal: cosine"))
+        for domain, text in zip(
+            _DOMAINS, (tr("learned table P"), tr("learned: cosine similarity"), tr("sinusoidal: cosine"))
+        )
     ]
     fig.update_layout(layout)
     return fig
@@ -155,12 +164,12 @@ def learned_explorer(
         "max_len": widgets.SelectionSlider(options=list(max_lens), value=max_len, description="max_len", **slider),
         "dim": widgets.SelectionSlider(options=list(dims), value=dim, description="d", **slider),
         "seed": widgets.SelectionSlider(options=list(seeds), value=seeds[0], description="seed", **slider),
-        "step": widgets.SelectionSlider(options=steps, value=steps[-1], description="training step", **slider),
+        "step": widgets.SelectionSlider(options=steps, value=steps[-1], description=tr("training step"), **slider),
         "length": widgets.IntSlider(
-            value=max_len, min=1, max=2 * max(max_lens), description="positions shown", **slider
+            value=max_len, min=1, max=2 * max(max_lens), description=tr("positions shown"), **slider
         ),
         "base": widgets.FloatLogSlider(
-            value=base, base=10, min=1, max=6, step=0.25, description="sinusoidal base", **slider
+            value=base, base=10, min=1, max=6, step=0.25, description=tr("sinusoidal base"), **slider
         ),
     }
 
@@ -175,9 +184,15 @@ def learned_explorer(
         limit = float(np.abs(values).max()) or 1.0
         positions = np.arange(length)
         snap = run.snapshots[index]
-        caption = (
-            f"max_len = {max_len}, d = {dim}, seed {seed}: step {step}, probe accuracy {snap.accuracy:.0%}"
-            f" · sinusoidal base {base:,.0f}"
+        caption = tr(
+            "max_len = {max_len}, d = {dim}, seed {seed}: step {step}, probe accuracy "
+            "{accuracy:.0%} · sinusoidal base {base:,.0f}",
+            max_len=max_len,
+            dim=dim,
+            seed=seed,
+            step=step,
+            accuracy=snap.accuracy,
+            base=base,
         )
         return [
             {"z": values, "x": np.arange(dim), "y": positions, "zmin": -limit, "zmax": limit},

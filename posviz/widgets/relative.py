@@ -12,6 +12,7 @@ import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from .. import relative_positions, t5_relative_bucket
+from ..i18n import tr
 from . import Explorer, explorer
 
 __all__ = ["relative_explorer"]
@@ -22,7 +23,7 @@ def _figure() -> go.Figure:
         rows=1,
         cols=2,
         horizontal_spacing=0.16,
-        subplot_titles=("Shaw: r = clip(m − n, R<sub>min</sub>, R<sub>max</sub>)", "T5: bucket(n − m)"),
+        subplot_titles=(tr("Shaw: r = clip(m − n, R<sub>min</sub>, R<sub>max</sub>)"), tr("T5: bucket(n − m)")),
     )
     fig.add_trace(
         go.Heatmap(
@@ -30,7 +31,7 @@ def _figure() -> go.Figure:
             colorscale="RdBu",
             reversescale=True,
             colorbar={"title": {"text": "r"}, "x": 0.42, "len": 0.9},
-            hovertemplate="query m = %{y}<br>key n = %{x}<br>r = %{z}<extra></extra>",
+            hovertemplate=tr("query m = %{y}<br>key n = %{x}<br>r = %{z}<extra></extra>"),
         ),
         row=1,
         col=1,
@@ -40,14 +41,14 @@ def _figure() -> go.Figure:
             z=[[0]],
             colorscale="Viridis",
             colorbar={"title": {"text": "bucket"}, "len": 0.9},
-            hovertemplate="query m = %{y}<br>key n = %{x}<br>bucket %{z}<extra></extra>",
+            hovertemplate=tr("query m = %{y}<br>key n = %{x}<br>bucket %{z}<extra></extra>"),
         ),
         row=1,
         col=2,
     )
-    fig.update_yaxes(autorange="reversed", title_text="query position m", col=1)
+    fig.update_yaxes(autorange="reversed", title_text=tr("query position m"), col=1)
     fig.update_yaxes(autorange="reversed", col=2)
-    fig.update_xaxes(title_text="key position n")
+    fig.update_xaxes(title_text=tr("key position n"))
     # The default template's layout only: its per-trace-type defaults (unused here) would only
     # enlarge the widget's state.
     template = go.layout.Template(layout=pio.templates["plotly"].layout)
@@ -71,12 +72,12 @@ def relative_explorer(
     """
     style = {"description_width": "initial"}
     controls = {
-        "length": widgets.IntSlider(value=length, min=1, max=256, description="length L", style=style),
+        "length": widgets.IntSlider(value=length, min=1, max=256, description=tr("length L"), style=style),
         "rmin": widgets.IntSlider(value=rmin, min=-64, max=0, description="R_min", style=style),
         "rmax": widgets.IntSlider(value=rmax, min=0, max=64, description="R_max", style=style),
         "num_buckets": widgets.IntSlider(value=num_buckets, min=2, max=128, description="num_buckets", style=style),
         "max_distance": widgets.IntSlider(value=max_distance, min=1, max=1024, description="max_distance", style=style),
-        "bidirectional": widgets.Checkbox(value=bidirectional, description="bidirectional (T5 encoder)"),
+        "bidirectional": widgets.Checkbox(value=bidirectional, description=tr("bidirectional (T5 encoder)")),
     }
 
     def update(

@@ -21,6 +21,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from ..frequencies import rope_frequencies
+from ..i18n import tr
 from ..plots.rope import K_COLOR, Q_COLOR, _unit_pairs
 from ..rope import apply_rope, rope_complex_view, rope_mean_partial_sum, rope_scores
 from . import Explorer, colorbar_below, explorer
@@ -63,14 +64,19 @@ def _update(dim: int, base: float, length: int, position: int, offset: int, layo
     pairs = _pairs_shown(dim)
     zq, zk = [complex(rq[i]) for i in pairs], [complex(rk[i]) for i in pairs]
     labels = [
-        f"{name} pair i = {i}<br>θ<sub>i</sub> = {theta[i].item():.3g} rad/token<br>"
-        f"share of the score: {(a * b.conjugate()).real:.3f}"
+        tr(
+            "{name} pair i = {i}<br>θ<sub>i</sub> = {theta:.3g} rad/token<br>share of the score: {real:.3f}",
+            name=name,
+            i=i,
+            theta=theta[i].item(),
+            real=(a * b.conjugate()).real,
+        )
         for name, i, a, b in zip(_NAMES, pairs, zq, zk)
     ]
     out = [
         {},  # the three unit circles stay
-        _arrows(zq, [f"query pair {i} at m = {m:g}" for i in pairs]),
-        _arrows(zk, [f"key pair {i} at n = {n:g}" for i in pairs]),
+        _arrows(zq, [tr("query pair {i} at m = {m:g}", i=i, m=m) for i in pairs]),
+        _arrows(zk, [tr("key pair {i} at n = {n:g}", i=i, n=n) for i in pairs]),
         {"text": labels},
     ]
     scores = rope_scores(q.expand(length, dim), k.expand(length, dim), base=base, layout=layout)
@@ -99,9 +105,9 @@ def _figure() -> go.Figure:
         vertical_spacing=0.12,
         horizontal_spacing=0.16,
         subplot_titles=[
-            "three pairs: query at m (blue), key at n = m − r (orange)",
-            "score of query m and key n",
-            "mean partial sum S̄ vs |m − n|",
+            tr("three pairs: query at m (blue), key at n = m − r (orange)"),
+            tr("score of query m and key n"),
+            tr("mean partial sum S̄ vs |m − n|"),
         ],
     )
     t = np.linspace(0, 2 * math.pi, 49)
@@ -112,7 +118,7 @@ def _figure() -> go.Figure:
         row=1,
         col=1,
     )
-    for color, name in ((Q_COLOR, "query at m"), (K_COLOR, "key at n = m − r")):
+    for color, name in ((Q_COLOR, tr("query at m")), (K_COLOR, tr("key at n = m − r"))):
         fig.add_trace(
             go.Scatter(
                 x=[0, 1],
@@ -146,7 +152,7 @@ def _figure() -> go.Figure:
             colorscale="RdBu",
             reversescale=True,
             zmid=0,
-            hovertemplate="query m = %{y}, key n = %{x}<br>score = %{z:.3f}<extra></extra>",
+            hovertemplate=tr("query m = %{y}, key n = %{x}<br>score = %{z:.3f}<extra></extra>"),
         ),
         row=2,
         col=1,
@@ -157,15 +163,13 @@ def _figure() -> go.Figure:
             y=[],
             mode="markers",
             marker={"symbol": "square-open", "size": 10, "color": "black"},
-            hovertemplate="cell (m, n): m = %{y}, n = %{x}<extra></extra>",
+            hovertemplate=tr("cell (m, n): m = %{y}, n = %{x}<extra></extra>"),
         ),
         row=2,
         col=1,
     )
     fig.add_trace(
-        go.Scatter(
-            x=[], y=[], mode="lines", line={"color": "#2ca02c"}, hovertemplate="|m − n| = %{x}<br>S̄ = %{y:.3f}"
-        ),
+        go.Scatter(x=[], y=[], mode="lines", line={"color": "#2ca02c"}, hovertemplate="|m − n| = %{x}<br>S̄ = %{y:.3f}"),
         row=2,
         col=2,
     )
@@ -175,7 +179,7 @@ def _figure() -> go.Figure:
             y=[],
             mode="markers",
             marker={"size": 10, "color": "black"},
-            hovertemplate="|r| = %{x}<br>S̄ = %{y:.3f}<extra></extra>",
+            hovertemplate=tr("|r| = %{x}<br>S̄ = %{y:.3f}<extra></extra>"),
         ),
         row=2,
         col=2,
@@ -184,10 +188,10 @@ def _figure() -> go.Figure:
     fig.data[4].colorbar = colorbar_below(
         fig.layout.xaxis2.domain, _HEIGHT - _MARGIN["t"] - _MARGIN["b"], title={"text": "score"}
     )
-    fig.update_yaxes(autorange="reversed", title_text="query m", row=2, col=1)
-    fig.update_xaxes(title_text="key n", row=2, col=1)
-    fig.update_xaxes(title_text="|m − n| (tokens)", row=2, col=2)
-    fig.update_yaxes(title_text="S̄ = (1/(d/2))·Σ|S<sub>j</sub>|", rangemode="tozero", row=2, col=2)
+    fig.update_yaxes(autorange="reversed", title_text=tr("query m"), row=2, col=1)
+    fig.update_xaxes(title_text=tr("key n"), row=2, col=1)
+    fig.update_xaxes(title_text=tr("|m − n| (tokens)"), row=2, col=2)
+    fig.update_yaxes(title_text=tr("S̄ = (1/(d/2))·Σ|S<sub>j</sub>|"), rangemode="tozero", row=2, col=2)
     fig.update_layout(height=_HEIGHT, margin=_MARGIN, showlegend=False)
     # The default template's layout part is all this figure needs (a smaller widget state).
     fig.layout.template = go.layout.Template(layout=pio.templates["plotly"].layout)
@@ -212,16 +216,10 @@ def rope_explorer(
     style = {"description_width": "initial"}
     controls = {
         "dim": widgets.IntSlider(value=dim, min=2, max=256, step=2, description="d", style=style),
-        "base": widgets.FloatLogSlider(
-            value=base, base=10, min=0, max=7, step=0.1, description="base", style=style
-        ),
-        "length": widgets.IntSlider(value=length, min=2, max=256, description="length L", style=style),
-        "position": widgets.IntSlider(value=position, min=0, max=4096, description="query m", style=style),
-        "offset": widgets.IntSlider(
-            value=offset, min=-256, max=256, description="offset r = m − n", style=style
-        ),
-        "layout": widgets.Dropdown(
-            value=layout, options=["interleaved", "half"], description="layout", style=style
-        ),
+        "base": widgets.FloatLogSlider(value=base, base=10, min=0, max=7, step=0.1, description="base", style=style),
+        "length": widgets.IntSlider(value=length, min=2, max=256, description=tr("length L"), style=style),
+        "position": widgets.IntSlider(value=position, min=0, max=4096, description=tr("query m"), style=style),
+        "offset": widgets.IntSlider(value=offset, min=-256, max=256, description=tr("offset r = m − n"), style=style),
+        "layout": widgets.Dropdown(value=layout, options=["interleaved", "half"], description="layout", style=style),
     }
     return explorer(controls, _update, _figure())

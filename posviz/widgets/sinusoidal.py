@@ -16,6 +16,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from ..absolute import sinusoidal_encoding, sinusoidal_offset_similarity
+from ..i18n import tr
 from . import Explorer, colorbar_below, explorer, one_thread
 
 __all__ = ["sinusoidal_explorer"]
@@ -77,7 +78,7 @@ def sinusoidal_explorer(
             value=base, base=10, min=0.3, max=6, step=0.1, description="base", continuous_update=False
         ),
         "length": widgets.IntSlider(value=length, min=1, max=1024, description="length", continuous_update=False),
-        "offset": widgets.IntSlider(value=offset, min=0, max=1024, description="offset k", continuous_update=False),
+        "offset": widgets.IntSlider(value=offset, min=0, max=1024, description=tr("offset k"), continuous_update=False),
     }
     fig = make_subplots(
         rows=1,
@@ -95,13 +96,13 @@ def sinusoidal_explorer(
             colorscale="RdBu",
             reversescale=True,
             colorbar=colorbar_below(fig.layout.xaxis.domain, _HEIGHT - sum(_MARGIN.values()), title={"text": "PE"}),
-            hovertemplate="p = %{y}, j = %{x}<br>PE = %{z:.3f}<extra></extra>",
+            hovertemplate=tr("p = %{y}, j = %{x}<br>PE = %{z:.3f}<extra></extra>"),
         ),
         row=1,
         col=1,
     )
     fig.add_trace(
-        go.Scatter(mode="lines", name="similarity", hovertemplate="k = %{x}<br>%{y:.3f}<extra></extra>"),
+        go.Scatter(mode="lines", name="similarity", hovertemplate=tr("k = %{x}<br>%{y:.3f}<extra></extra>")),
         row=1,
         col=2,
     )
@@ -118,10 +119,10 @@ def sinusoidal_explorer(
         col=2,
     )
     fig.update_layout(height=_HEIGHT, showlegend=False, margin=_MARGIN, template=_TEMPLATE)
-    fig.update_xaxes(title_text="dimension j", row=1, col=1)
-    fig.update_yaxes(title_text="position p", autorange="reversed", row=1, col=1)
-    fig.update_xaxes(title_text="offset k", row=1, col=2)
-    fig.update_yaxes(title_text="cosine similarity", range=[-1.05, 1.15], row=1, col=2)
+    fig.update_xaxes(title_text=tr("dimension j"), row=1, col=1)
+    fig.update_yaxes(title_text=tr("position p"), autorange="reversed", row=1, col=1)
+    fig.update_xaxes(title_text=tr("offset k"), row=1, col=2)
+    fig.update_yaxes(title_text=tr("cosine similarity"), range=[-1.05, 1.15], row=1, col=2)
     for trace, props in zip(fig.data, _state(dim, base, length, offset)):
         trace.update(props)
     return explorer(controls, _state, fig)

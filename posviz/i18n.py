@@ -1,0 +1,297 @@
+r"""Figure text in the reader's language: one message catalog for every figure and explorer.
+
+Every title, axis title, legend entry, slider or button label and hover template that posviz
+draws goes through :func:`tr`. English is the source; the translations live in one gettext
+catalog per language, ``posviz/locale/<language>/LC_MESSAGES/posviz.po`` (kept in step by
+``python tools/i18n.py update``, like the book's own catalogs).
+
+Two ways a figure reaches a language:
+
+* **Live** (a notebook, an explorer): :func:`set_language` (or the ``POSVIZ_LANG`` environment
+  variable) picks the language, and :func:`tr` returns the translation as the figure is made.
+  The Chinese notebooks start with ``posviz.set_language("zh_CN")``.
+* **In the built book**, figures are computed once, in English, and both editions render the
+  same cached output. A figure made by a :func:`translatable` function carries a record of its
+  messages (``layout.meta["posviz_i18n"]``: each English string with its message and fields),
+  and :func:`translate_figure` rewrites the figure in the edition's language as the page is
+  rendered (``posviz.sphinxext``), then drops the record.
+
+Messages are ``str.format`` templates: ``tr("pair i = {i}", i=3)``. Plotly's own placeholders
+(``%{x}``, ``%{y:.3f}``) are written as they are, with single braces, and pass through
+untouched.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+__all__ = ["LANGUAGES", "N_", "get_language", "set_language", "tr", "translatable", "translate_figure"]
+
+LOCALE = Path(__file__).parent / "locale"
+DOMAIN = "posviz"
+LANGUAGES = ("en", "zh_CN")
+"""The languages posviz draws figures in (English is the source)."""
+
+META_KEY = "posviz_i18n"
+
+_language: str | None = None
+_recorders: list[dict[str, list[Any]]] = []
+# Every message made in this process (English text -> [msgid, fields]), newest last, bounded:
+# what a self-check block looks its strings up in (posviz.selfcheck).
+_made: dict[str, list[Any]] = {}
+_MADE_LIMIT = 20_000
+
+
+def _normalise(language: str | None) -> str:
+    if language is None:
+        return "en"
+    name = language.replace("-", "_")
+    aliases = {"zh": "zh_CN", "zh_Hans": "zh_CN", "zh_cn": "zh_CN", "en_US": "en", "en_GB": "en"}
+    name = aliases.get(name, name)
+    if name not in LANGUAGES:
+        raise ValueError(f"language must be one of {', '.join(LANGUAGES)} (or None for English), got {language!r}")
+    return name
+
+
+def set_language(language: str | None) -> None:
+    """Draw figures in ``language`` from now on: ``"en"`` (the default) or ``"zh_CN"``."""
+    global _language
+    _language = _normalise(language)
+
+
+def get_language() -> str:
+    """The language figures are drawn in: :func:`set_language`'s, else ``$POSVIZ_LANG``, else English."""
+    if _language is not None:
+        return _language
+    return _normalise(os.environ.get("POSVIZ_LANG") or None)
+
+
+def _unquote(lines: list[str]) -> str:
+    return "".join(ast.literal_eval(line) for line in lines)
+
+
+@functools.cache
+def catalog(language: str) -> dict[str, str]:
+    """The translations of one language (``{}`` for English): msgid -> msgstr, translated ones only.
+
+    ``posviz.po`` holds the figures' and explorers' text; ``selfcheck/<chapter>.po`` the book's
+    self-check questions (their strings are made by :func:`tr` in the chapters' code).
+    A small reader for the ``.po`` files posviz ships (no dependency): ``msgid``/``msgstr`` with
+    C-escaped, possibly multi-line strings; fuzzy entries are skipped, as gettext does.
+    """
+    language = _normalise(language)
+    folder = LOCALE / language / "LC_MESSAGES"
+    if language == "en" or not folder.is_dir():
+        return {}
+    messages: dict[str, str] = {}
+    for path in sorted(folder.rglob("*.po")):
+        messages.update(_read_po(path))
+    return messages
+
+
+def _read_po(path: Path) -> dict[str, str]:
+    messages: dict[str, str] = {}
+    entry: dict[str, list[str]] = {}
+    key: str | None = None
+    fuzzy = False
+
+    def flush() -> None:
+        nonlocal fuzzy
+        if "msgid" in entry and "msgstr" in entry and not fuzzy:
+            msgid, msgstr = _unquote(entry["msgid"]), _unquote(entry["msgstr"])
+            if msgid and msgstr:
+                messages[msgid] = msgstr
+        entry.clear()
+        fuzzy = False
+
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line:
+            flush()
+            key = None
+        elif line.startswith("#,"):
+            fuzzy = fuzzy or "fuzzy" in line
+        elif line.startswith("#"):
+            continue
+        elif line.startswith('"'):
+            if key is not None:
+                entry[key].append(line)
+        else:
+            key, _, rest = line.partition(" ")
+            if key in entry:  # a new entry without a blank line before it
+                flush()
+            entry[key] = [rest]
+    flush()
+    return messages
+
+
+_PLOTLY_PLACEHOLDER = re.compile(r"%\{[^{}]*\}")
+
+
+def _format(template: str, fields: Mapping[str, Any]) -> str:
+    """``str.format`` that leaves Plotly's ``%{...}`` placeholders alone."""
+    kept: list[str] = []
+
+    def keep(match: re.Match[str]) -> str:
+        kept.append(match.group(0))
+        return f"\x00{len(kept) - 1}\x00"
+
+    text = _PLOTLY_PLACEHOLDER.sub(keep, template)
+    text = text.format(**fields) if fields else text.replace("{{", "{").replace("}}", "}")
+    return re.sub("\x00(\\d+)\x00", lambda m: kept[int(m.group(1))], text)
+
+
+def translate(msgid: str, language: str, /, **fields: Any) -> str:
+    """``msgid`` in ``language``, formatted with ``fields`` (English when it has no translation)."""
+    return _format(catalog(language).get(msgid, msgid), fields)
+
+
+def tr(msgid: str, /, **fields: Any) -> str:
+    """A figure string in the current language (:func:`get_language`), formatted with ``fields``.
+
+    Inside a :func:`translatable` call the English text is also recorded with its message and
+    fields, so that a figure made in English can be translated later (:func:`translate_figure`).
+    """
+    english = _format(msgid, fields)
+    entry = [msgid, {k: _plain(v) for k, v in fields.items()}]
+    for record in _recorders:
+        record[english] = entry
+    _made.pop(english, None)
+    _made[english] = entry
+    if len(_made) > _MADE_LIMIT:
+        del _made[next(iter(_made))]
+    return translate(msgid, get_language(), **fields)
+
+
+def _plain(value: Any) -> str | int | float:
+    """A field as JSON can hold it (a NumPy or torch scalar becomes a Python number)."""
+    if isinstance(value, (str, int, float)):
+        return value
+    item = getattr(value, "item", None)
+    if callable(item):
+        try:
+            value = item()
+        except (TypeError, ValueError, RuntimeError):
+            pass
+    return value if isinstance(value, (str, int, float)) else str(value)
+
+
+def N_(msgid: str) -> str:
+    """Mark a module-level string as a message without translating it (translate it where it is
+    drawn: ``tr(LABELS[name])``): a constant is made once, before any language is chosen."""
+    return msgid
+
+
+@contextmanager
+def recording() -> Iterator[dict[str, list[Any]]]:
+    """Record every :func:`tr` message made inside the block: English text -> [msgid, fields]."""
+    record: dict[str, list[Any]] = {}
+    _recorders.append(record)
+    try:
+        yield record
+    finally:
+        _recorders.remove(record)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def translatable(function: F) -> F:
+    """Decorate a function that returns a Plotly figure: the figure records its messages."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with recording() as record:
+            figure = function(*args, **kwargs)
+        layout = getattr(figure, "layout", None)
+        if record and layout is not None and get_language() == "en":
+            meta = layout.meta if isinstance(layout.meta, dict) else {}
+            merged = {**(meta.get(META_KEY) or {}), **record}
+            layout.meta = {**meta, META_KEY: merged}
+        return figure
+
+    return wrapper  # type: ignore[return-value]
+
+
+def message_of(english: str) -> list[Any] | None:
+    """``[msgid, fields]`` of a string that :func:`tr` made in this process, if it did."""
+    return _made.get(english)
+
+
+def translate_text(english: str, language: str, record: Mapping[str, Any]) -> str:
+    """One string in ``language``, via the ``record`` of the message that made it (else unchanged)."""
+    table = _translated_record({english: record[english]}, _normalise(language)) if english in record else {}
+    return table.get(english, english)
+
+
+def _translated_record(record: Mapping[str, Any], language: str) -> dict[str, str]:
+    """English string -> its translation, for every recorded message that has one."""
+    out: dict[str, str] = {}
+    for english, (msgid, fields) in record.items():
+        fields = {k: (translate(v, language) if isinstance(v, str) else v) for k, v in fields.items()}
+        fields = {k: (out.get(v, v) if isinstance(v, str) else v) for k, v in fields.items()}
+        try:
+            text = translate(msgid, language, **fields)
+        except (KeyError, IndexError, ValueError):  # a translation that lost a field: keep English
+            text = english
+        if text != english:
+            out[english] = text
+    return out
+
+
+def translate_figure(figure: dict[str, Any], language: str) -> dict[str, Any]:
+    """A figure dict (``fig.to_dict()``) rewritten in ``language``; its message record removed.
+
+    Every string in the figure (data, layout, frames, slider steps, button arguments) that holds
+    a recorded English message gets it replaced by its translation, longest message first, and
+    only as a whole run of words (never inside a longer word).
+    """
+    layout = figure.get("layout")
+    meta = layout.get("meta") if isinstance(layout, dict) else None
+    record = meta.pop(META_KEY, None) if isinstance(meta, dict) else None
+    if isinstance(meta, dict) and not meta:
+        del layout["meta"]
+    if not record or _normalise(language) == "en":
+        return figure
+    table = _translated_record(record, _normalise(language))
+    if not table:
+        return figure
+    pattern = re.compile(
+        r"(?<![A-Za-z0-9_])(?:"
+        + "|".join(re.escape(k) for k in sorted(table, key=len, reverse=True))
+        + r")(?![A-Za-z0-9_])"
+    )
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return pattern.sub(lambda m: table[m.group(0)], value)
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        return value
+
+    return walk(figure)
+
+
+def messages_in(source: str) -> list[tuple[str, int]]:
+    """The ``tr("...")``, ``translate("...", ...)`` and ``N_("...")`` messages of a Python source
+    (message, line), for the catalog."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Call)
+            and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) in ("tr", "translate", "N_")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.append((node.args[0].value, node.lineno))
+    return found
