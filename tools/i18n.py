@@ -115,7 +115,10 @@ def needs_words(msgid: str) -> bool:
     return re.search(r"[A-Za-z]{2,}", _SPAN.sub(" ", msgid)) is not None
 
 
-_FIELDS = re.compile(r"%\{[^{}]*\}|(?<!\{)\{[A-Za-z_][\w]*(?:![rsa])?(?::[^{}]*)?\}(?!\})|</?(?:br|sub|sup|b|i|extra|span)\b[^>]*>")
+_FIELDS = re.compile(
+    r"%\{[^{}]*\}|(?<!\{)\{[A-Za-z_][\w]*(?:![rsa])?(?::[^{}]*)?\}(?!\})"
+    r"|</?(?:br|sub|sup|b|i|extra|span)\b[^>]*>"
+)
 
 
 def fields(text: str) -> list[str]:
@@ -268,7 +271,7 @@ def html() -> int:
     return rc
 
 
-def CATALOGS() -> list[Path]:  # noqa: N802 - a constant's spelling: every catalog of every edition
+def CATALOGS() -> list[Path]:  # every catalog of every edition
     return sorted(LOCALE.rglob("*.po")) + sorted(POSVIZ_LOCALE.rglob("*.po"))
 
 
