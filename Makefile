@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 BOOK_FLAGS ?= -W -n --keep-going
 
-.PHONY: book test setup-book setup-test lint clean
+.PHONY: book test setup-book setup-test lint clean translations
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,13 @@ book: $(VENV)/.book _build/.posviz-stamp
 	[ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund
 	@# --all re-reads every page, so a warning on an unchanged page fails again; execution stays cached
 	$(BIN)/jupyter-book build . --all $(BOOK_FLAGS)
+	@# the Chinese edition (_build/html/zh) from locale/zh_CN: same sources, same execution cache
+	$(BIN)/python tools/i18n.py html
+
+# English prose changed: bring the catalogs up to date (changed messages come back untranslated),
+# translate them, then `make test` (it fails while a message is untranslated or fuzzy).
+translations: $(VENV)/.book
+	$(BIN)/python tools/i18n.py update
 
 lint: $(VENV)/.test
 	$(BIN)/ruff check .

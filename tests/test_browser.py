@@ -386,7 +386,13 @@ def test_phone(page_path: str, browser: object, base_url: str, shots: Path) -> N
         visit.context.close()
 
 
-@pytest.mark.parametrize("page_path", PAGES)
+# The Chinese edition has the same theme and figure code: dark mode is checked on the English pages
+# (it is language-free CSS and plotly colours), which keeps CI's browser time in bounds.
+ENGLISH_PAGES = [p for p in PAGES if not p.startswith("zh/")]
+ZH_PAGES = [p for p in PAGES if p.startswith("zh/book/")]
+
+
+@pytest.mark.parametrize("page_path", ENGLISH_PAGES)
 def test_dark_mode(page_path: str, browser: object, base_url: str, shots: Path) -> None:
     """The theme's dark mode: no contrast (or other) axe violation; figures dark with light text,
     and back to light when the reader switches."""
@@ -541,3 +547,37 @@ def test_compact_figures_expand_to_the_same_numbers(browser: object) -> None:
         assert z[0] == exact[k].tolist() and z[1] == short[k].tolist() and y[4] == repeated[k % 2].tolist()
         assert [f"{v:.3f}" for v in np.ravel(z[2])] == [f"{v:.3f}" for v in shown[k].ravel()]
         assert [float(f"{v:.4g}") for v in y[3]] == [float(f"{v:.4g}") for v in scales[k]]
+
+
+@pytest.mark.skipif(not ZH_PAGES, reason="the Chinese edition is not built (make book)")
+def test_language_switch_reaches_the_twin_page_and_back(browser: object, base_url: str, shots: Path) -> None:
+    visit = _Visit(browser, f"{base_url}/book/rope.html")
+    page = visit.page
+    try:
+        assert page.evaluate("() => document.documentElement.lang") == "en"
+        page.get_by_role("link", name="中文").first.click()
+        page.wait_for_url("**/zh/book/rope.html")
+        assert page.evaluate("() => document.documentElement.lang") == "zh-CN"
+        assert "旋转" in page.locator("h1").first.inner_text()
+        page.screenshot(path=str(shots / "zh__switch.png"))
+        page.get_by_role("link", name="English").first.click()
+        page.wait_for_url(lambda url: url.endswith("/book/rope.html") and "/zh/" not in url)
+        assert not visit.failed and not visit.foreign
+    finally:
+        visit.context.close()
+
+
+@pytest.mark.skipif(not ZH_PAGES, reason="the Chinese edition is not built (make book)")
+@pytest.mark.parametrize("query", ["旋转", "外推", "相对位置"])
+def test_chinese_search_finds_words_offline(query: str, browser: object, base_url: str) -> None:
+    visit = _Visit(browser, f"{base_url}/zh/search.html?q={query}")
+    page = visit.page
+    try:
+        page.wait_for_function(
+            "() => document.querySelectorAll('#search-results ul.search li').length > 0", timeout=60_000
+        )
+        hits = page.evaluate("() => [...document.querySelectorAll('#search-results ul.search li a')].map(a => a.href)")
+        assert any("/zh/book/" in h for h in hits), hits
+        assert not visit.foreign and not visit.failed
+    finally:
+        visit.context.close()

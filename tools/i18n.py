@@ -36,9 +36,17 @@ LOCALE = ROOT / "locale"
 CHAPTERS = ("attention", "sinusoidal", "learned", "relative", "rope", "alibi", "extrapolation")
 POSVIZ_LOCALE = ROOT / "posviz" / "locale"  # figure text and self-check questions (posviz.i18n)
 LANGUAGES = {"zh_CN": "zh"}  # language -> the edition's folder under _build/html
+# Settings that differ in an edition: its title, and the words myst-nb puts on hidden cells.
+EDITION_CONFIG = {
+    "zh_CN": {
+        "html_title": "位置编码：交互式图解",
+        "nb_code_prompt_show": "显示代码",
+        "nb_code_prompt_hide": "隐藏代码",
+    },
+}
 
 
-def sphinx(builder: str, outdir: Path, doctrees: Path, overrides: dict, strict: bool) -> int:
+def sphinx(builder: str, outdir: Path, doctrees: Path, overrides: dict, strict: bool, force_all: bool = False) -> int:
     """Build the book with jupyter-book's Sphinx wrapper and ``_config.yml``, plus ``overrides``."""
     from jupyter_book.sphinx import build_sphinx
 
@@ -61,6 +69,7 @@ def sphinx(builder: str, outdir: Path, doctrees: Path, overrides: dict, strict: 
         builder=builder,
         warningiserror=strict,
         keep_going=strict,
+        force_all=force_all,
     )
     return result if isinstance(result, int) else 1
 
@@ -264,7 +273,10 @@ def html() -> int:
     rc = 0
     for language, folder in LANGUAGES.items():
         out = BUILD / language / "html"
-        rc |= sphinx("html", out, BUILD / language / ".doctrees", {"language": language}, True)
+        config = {"language": language, **EDITION_CONFIG.get(language, {})}
+        # every page re-read (as `make book` does for English): a figure's or a self-check's
+        # translation changes no source file, and execution stays cached
+        rc |= sphinx("html", out, BUILD / language / ".doctrees", config, True, force_all=True)
         site = BUILD / "html" / folder
         shutil.rmtree(site, ignore_errors=True)
         shutil.copytree(out, site)

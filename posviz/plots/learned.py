@@ -42,9 +42,9 @@ LENGTHS: tuple[int, ...] = tuple(2**k for k in range(7, 18))
 """The context lengths on the cost figure's x axis, from 128 to 131072."""
 KNOWN_TABLES: tuple[tuple[str, int, int, str], ...] = (
     (N_("BERT-base, GPT"), 512, 768, "middle left"),
-    ("BERT-large", 512, 1024, "top center"),
+    (N_("BERT-large"), 512, 1024, "top center"),
     (N_("GPT-2 small"), 1024, 768, "bottom right"),
-    ("GPT-2 XL", 1024, 1600, "top center"),
+    (N_("GPT-2 XL"), 1024, 1600, "top center"),
     (N_("GPT-3 175B size"), 2048, 12288, "middle right"),
 )
 """``(name, max_len, d, label position)`` of published learned tables (BERT: Devlin et al.,

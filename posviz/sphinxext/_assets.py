@@ -178,6 +178,58 @@ def _copy_assets(app: Sphinx) -> None:
 _HIDDEN_CELL_LABEL = '<summary aria-label="Toggle hidden content">'
 
 
+EDITIONS: dict[str, str] = {"en": "", "zh_CN": "zh"}
+"""Each edition's language and its folder in the site (English at the root; ``tools/i18n.py``
+builds the others into their folders)."""
+
+_EDITION_NAMES = {"en": ("English", "en"), "zh_CN": ("中文", "zh-CN")}
+
+
+def _edition(app: Sphinx) -> str:
+    language = (app.config.language or "en").replace("-", "_")
+    return language if language in EDITIONS else "en"
+
+
+def _twin_url(app: Sphinx, pagename: str, language: str) -> str:
+    """The relative URL of ``pagename`` in the edition of ``language``, from the current page."""
+    up = "../" * pagename.count("/")
+    here = EDITIONS[_edition(app)]
+    root = up + ("../" if here else "")
+    folder = EDITIONS[language]
+    return f"{root}{folder + '/' if folder else ''}{pagename}.html"
+
+
+def _language_switch(app: Sphinx, pagename: str) -> str:
+    """A visible link to the same page in every other edition (top of the article)."""
+    current = _edition(app)
+    links = []
+    for language in EDITIONS:
+        if language == current:
+            continue
+        name, tag = _EDITION_NAMES[language]
+        links.append(
+            f'<a class="posviz-language-link" href="{_twin_url(app, pagename, language)}" '
+            f'hreflang="{tag}" lang="{tag}">{name}</a>'
+        )
+    label = "Language / 语言"
+    note = ""
+    if current != "en":
+        # Colab and Binder open the English notebook (the same code): said on every translated page.
+        note = (
+            '<span class="posviz-language-note">在 Colab 或 Binder 中打开的是英文笔记本（代码相同）；'
+            '在其中运行 <code>posviz.set_language("zh_CN")</code>，图表即显示中文。</span>'
+        )
+    return f'<nav class="posviz-language" aria-label="{label}">{" ".join(links)}{note}</nav>'
+
+
+def _alternate_links(app: Sphinx, pagename: str) -> str:
+    out = []
+    for language in EDITIONS:
+        _, tag = _EDITION_NAMES[language]
+        out.append(f'<link rel="alternate" hreflang="{tag}" href="{_twin_url(app, pagename, language)}">\n')
+    return "".join(out)
+
+
 def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
     """Load plotly.js (synchronously, before the figures' inline scripts) on pages with a figure.
 
@@ -189,6 +241,9 @@ def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict[s
     (axe: aria-required-children). Each entry becomes a ``listitem``.
     """
     body = context.get("body", "")
+    if body and app.builder.format == "html":
+        context["body"] = body = _language_switch(app, pagename) + body
+        context["metatags"] = context.get("metatags", "") + _alternate_links(app, pagename)
     if _HIDDEN_CELL_LABEL in body:
         context["body"] = body = body.replace(_HIDDEN_CELL_LABEL, "<summary>")
     if 'role="doc-biblioentry"' in body:
@@ -320,6 +375,9 @@ def _resolve_public_name(app: Sphinx, env: Any, node: Any, contnode: nodes.Eleme
 
 def setup(app: Sphinx) -> dict[str, Any]:
     """Register the extension (``sphinx: extra_extensions: [posviz.sphinxext]``)."""
+    from ._glue import install
+
+    install()  # glued numbers in translated paragraphs (the Chinese edition)
     app.add_config_value("posviz_mathjax_dir", "node_modules/mathjax/es5", "env", [str])
     app.add_config_value("posviz_plotly_js", PLOTLY_JS_DEFAULT, "env", [str])
     app.connect("config-inited", _set_mathjax_path)

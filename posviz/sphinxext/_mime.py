@@ -505,9 +505,7 @@ class PlotlyNbRenderer(NbElementRenderer):
 
     def render_mime_type(self, data: MimeData) -> list[nodes.Element]:
         return (
-            plotly_nodes(data, self.language)
-            or selfcheck_nodes(data, self.language)
-            or super().render_mime_type(data)
+            plotly_nodes(data, self.language) or selfcheck_nodes(data, self.language) or super().render_mime_type(data)
         )
 
     def render_mime_type_inline(self, data: MimeData) -> list[nodes.Element]:

@@ -1,0 +1,96 @@
+"""The Chinese edition's catalogs (tools/i18n.py): complete, in step with the sources, and faithful
+to each message's roles, math, code, fields and tags."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import i18n  # noqa: E402  (tools/i18n.py)
+
+CJK = re.compile(r"[\u3400-\u9fff\uff00-\uffef\u3000-\u303f]")
+CATALOGS = i18n.CATALOGS()
+
+
+def _read(po: Path):
+    from babel.messages.pofile import read_po
+
+    with po.open("rb") as f:
+        return [m for m in read_po(f) if m.id]
+
+
+def test_there_are_catalogs_for_every_page_and_every_chapter_figure() -> None:
+    names = {p.relative_to(ROOT).as_posix() for p in CATALOGS}
+    for page in ("intro", "attention", "sinusoidal", "learned", "relative", "rope", "alibi", "extrapolation"):
+        assert f"locale/zh_CN/LC_MESSAGES/book/{page}.po" in names
+    for chapter in i18n.CHAPTERS:
+        assert f"posviz/locale/zh_CN/LC_MESSAGES/figures/{chapter}.po" in names
+        assert f"posviz/locale/zh_CN/LC_MESSAGES/selfcheck/{chapter}.po" in names
+
+
+@pytest.mark.parametrize("po", CATALOGS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_catalog_is_complete(po: Path) -> None:
+    _, fuzzy, untranslated = i18n.stats(po)
+    assert (fuzzy, untranslated) == (0, 0), f"{po.name}: {fuzzy} fuzzy, {untranslated} untranslated (make translations)"
+
+
+@pytest.mark.parametrize("po", CATALOGS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_translations_keep_roles_math_code_fields_and_tags(po: Path) -> None:
+    assert i18n.lint(po) == []
+
+
+@pytest.mark.parametrize("po", CATALOGS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_messages_with_words_are_in_chinese(po: Path) -> None:
+    """A message with English words gets Chinese, unless it is a name (kept as Chinese writes it)."""
+    names = re.compile(
+        r"^(?:[A-Z][\w.+-]*|[a-z_]+\(\)|[\w.]+_[\w.]+|v\d|et|al|and|of|vs|x|v)$"
+    )  # RoPE, T5, Transformer-XL, BERT-base, posviz.rope, Shaw et al.
+    english_left = []
+    for m in _read(po):
+        if m.string and i18n.needs_words(m.id) and not CJK.search(m.string):
+            words = re.findall(
+                r"[A-Za-z][\w.+-]*", i18n._SPAN.sub(" ", re.sub(r"<[^>]+>|%\{[^}]*\}|\{[^}]*\}", " ", m.string))
+            )
+            if not all(names.match(w) for w in words):
+                english_left.append(m.string[:80])
+    assert not english_left, f"{po.name}: messages left in English: {english_left[:5]}"
+
+
+def test_span_lint_sees_a_lost_role_and_a_kept_title_change() -> None:
+    msgid = "See {ref}`the sign table <sign-conventions>` and $r = m - n$ with `posviz.rope`."
+    assert i18n.spans(msgid) == i18n.spans("见{ref}`符号表 <sign-conventions>`，$r = m - n$，`posviz.rope`。")
+    assert i18n.spans(msgid) != i18n.spans("见符号表，$r = m - n$，`posviz.rope`。")
+    assert i18n.fields("a %{x}<br>{n:.3f}") != i18n.fields("a %{y}<br>{n:.3f}")
+
+
+def test_figure_catalogs_are_in_step_with_posviz_and_the_chapters() -> None:
+    """Every tr()/N_() message of the library and of the chapters' code is in its catalog, and
+    no catalog holds a message that no longer exists (make translations)."""
+    for rel, messages in i18n.figure_templates().items():
+        po = i18n.POSVIZ_LOCALE / "zh_CN" / "LC_MESSAGES" / rel
+        assert po.exists(), f"{rel}: no catalog (make translations)"
+        assert {m.id for m in _read(po)} == {msgid for msgid, _, _ in messages}, f"{rel} is out of date"
+
+
+@pytest.mark.slow
+def test_book_catalogs_are_in_step_with_the_chapters(tmp_path: Path) -> None:
+    """Extract the book's messages afresh: each catalog holds exactly them (make translations)."""
+    from babel.messages.pofile import read_po
+
+    rc = i18n.sphinx("gettext", tmp_path / "gettext", tmp_path / "doctrees", {"nb_execution_mode": "off"}, False)
+    assert rc == 0
+    for pot in sorted((tmp_path / "gettext").rglob("*.pot")):
+        i18n.drop_docstrings(pot)
+        with pot.open("rb") as f:
+            fresh = {m.id for m in read_po(f) if m.id}
+        po = i18n.LOCALE / "zh_CN" / "LC_MESSAGES" / pot.relative_to(tmp_path / "gettext").with_suffix(".po")
+        if not fresh:
+            continue
+        assert po.exists(), f"{po.name}: no catalog (make translations)"
+        assert {m.id for m in _read(po)} == fresh, f"{po.name} is out of date (make translations)"
