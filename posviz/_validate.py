@@ -58,8 +58,13 @@ def default_dtype() -> torch.dtype:
 def check_int(name: str, value: object, minimum: int | None = None, maximum: int | None = None) -> int:
     """Return ``value`` as an ``int`` or raise naming ``name`` and the allowed range."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_floating_point() \
-                and value.dtype != torch.bool and not value.is_complex():
+        if (
+            isinstance(value, torch.Tensor)
+            and value.numel() == 1
+            and not value.is_floating_point()
+            and value.dtype != torch.bool
+            and not value.is_complex()
+        ):
             value = int(value.item())
         else:
             raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
@@ -78,8 +83,7 @@ def check_even_dim(name: str, value: object) -> int:
     value = check_int(name, value, minimum=1)
     if value % 2:
         raise ValueError(
-            f"{name} must be a positive even integer (dimensions come in (sin, cos) / rotation "
-            f"pairs), got {value}"
+            f"{name} must be a positive even integer (dimensions come in (sin, cos) / rotation pairs), got {value}"
         )
     return value
 
@@ -138,9 +142,7 @@ def check_same_dtype_device(**tensors: torch.Tensor) -> None:
     first_name, first = items[0]
     for name, t in items[1:]:
         if t.dtype != first.dtype:
-            raise TypeError(
-                f"{name} must have {first_name}'s dtype {first.dtype}, got {t.dtype}; cast it with .to()"
-            )
+            raise TypeError(f"{name} must have {first_name}'s dtype {first.dtype}, got {t.dtype}; cast it with .to()")
         if t.device != first.device:
             raise ValueError(
                 f"{name} must be on {first_name}'s device {first.device}, got {t.device}; move it with .to()"

@@ -108,8 +108,13 @@ def alibi_bias(
             raise TypeError(f"slopes must be a floating-point tensor, got {slopes.dtype}")
         slopes = slopes.detach().to(device=device)
     work = exact_dtype(device)
-    check_fits_in_memory("ALiBi bias", (num_heads, query_len, key_len), dtype, device,
-                         work=((work, 2 / max(num_heads, 1)), (torch.int64, 1 / max(num_heads, 1))))
+    check_fits_in_memory(
+        "ALiBi bias",
+        (num_heads, query_len, key_len),
+        dtype,
+        device,
+        work=((work, 2 / max(num_heads, 1)), (torch.int64, 1 / max(num_heads, 1))),
+    )
     m = slopes.to(work)
     i = torch.arange(query_len, device=device)[:, None]  # int64: exact at any length
     j = torch.arange(key_len, device=device)[None, :]

@@ -472,9 +472,15 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run(quick: bool = False, devices: list[str] | None = None, memory: bool = True,
-        book: bool = False, explorers: bool = True, budget_s: float = 1.5,
-        progress: Callable[[str], None] = print) -> dict[str, Any]:
+def run(
+    quick: bool = False,
+    devices: list[str] | None = None,
+    memory: bool = True,
+    book: bool = False,
+    explorers: bool = True,
+    budget_s: float = 1.5,
+    progress: Callable[[str], None] = print,
+) -> dict[str, Any]:
     """Run the whole benchmark and return the result dictionary (see the module docstring)."""
     warnings.filterwarnings("ignore")
     torch.manual_seed(0)
@@ -518,8 +524,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="benchmarks", help="folder for results.json and results.md")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    result = run(quick=args.quick, devices=args.device, memory=not args.no_memory, book=args.book,
-                 explorers=not args.no_explorers, progress=lambda s: print(s, file=sys.stderr, flush=True))
+    result = run(
+        quick=args.quick,
+        devices=args.device,
+        memory=not args.no_memory,
+        book=args.book,
+        explorers=not args.no_explorers,
+        progress=lambda s: print(s, file=sys.stderr, flush=True),
+    )
     result["benchmark_s"] = time.perf_counter() - start
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -28,4 +28,20 @@ def glue(name: str, variable: object, display: bool = True) -> None:
 
             show(variable)
         return
-    myst_glue(name, variable, display=display)
+    from .i18n import META_KEY, message_of
+
+    message = message_of(variable) if isinstance(variable, str) else None
+    if message is None:
+        myst_glue(name, variable, display=display)
+        return
+    # A phrase made by posviz.i18n.tr: myst-nb's glue, plus the message behind it, so that a
+    # translated edition shows the phrase in its language (posviz.sphinxext._glue).
+    import IPython
+    from IPython.display import display as show
+    from myst_nb.ext.glue import GLUE_PREFIX
+
+    bundle, metadata = IPython.core.formatters.format_display_data(variable)
+    prefix = "" if display else GLUE_PREFIX
+    metadata["scrapbook"] = {"name": name, "mime_prefix": prefix}
+    metadata[META_KEY] = message
+    show({prefix + k: v for k, v in bundle.items()}, raw=True, metadata=metadata)

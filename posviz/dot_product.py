@@ -60,8 +60,14 @@ def _check_bias(bias: object, q: torch.Tensor, k: torch.Tensor) -> tuple[tuple[i
     return shape, bias
 
 
-def _scores(q: torch.Tensor, k: torch.Tensor, bias: torch.Tensor | None, causal: bool, scale: float | None,
-            shape: tuple[int, ...]) -> torch.Tensor:
+def _scores(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    bias: torch.Tensor | None,
+    causal: bool,
+    scale: float | None,
+    shape: tuple[int, ...],
+) -> torch.Tensor:
     lq, lk = q.shape[-2], k.shape[-2]
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else check_real("scale", scale)
     check_fits_in_memory("attention map", shape, q.dtype, q.device, copies=3)
@@ -71,8 +77,11 @@ def _scores(q: torch.Tensor, k: torch.Tensor, bias: torch.Tensor | None, causal:
     if bias is not None:
         if bias.dtype == torch.bool:  # PyTorch's sense, as scaled_dot_product_attention: True = may attend
             hidden = ~bias
-            scores = scores.masked_fill_(hidden, -math.inf) if scores.shape == shape \
+            scores = (
+                scores.masked_fill_(hidden, -math.inf)
+                if scores.shape == shape
                 else scores.masked_fill(hidden, -math.inf)
+            )
         else:
             bias = bias.to(scores.dtype)
             scores = scores.add_(bias) if scores.shape == shape else scores + bias

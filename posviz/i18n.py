@@ -263,11 +263,14 @@ def translate_figure(figure: dict[str, Any], language: str) -> dict[str, Any]:
     table = _translated_record(record, _normalise(language))
     if not table:
         return figure
-    pattern = re.compile(
-        r"(?<![A-Za-z0-9_])(?:"
-        + "|".join(re.escape(k) for k in sorted(table, key=len, reverse=True))
-        + r")(?![A-Za-z0-9_])"
-    )
+    # a message is replaced only as a whole run of words: not where the text goes on with a letter
+    # or digit right before or after an end of it that is itself a letter or digit
+    def edge(key: str) -> str:
+        start = r"(?<![A-Za-z0-9_])" if re.match(r"\w", key[0]) else ""
+        end = r"(?![A-Za-z0-9_])" if re.match(r"\w", key[-1]) else ""
+        return start + re.escape(key) + end
+
+    pattern = re.compile("|".join(edge(k) for k in sorted(table, key=len, reverse=True)))
 
     def walk(value: Any) -> Any:
         if isinstance(value, str):
@@ -282,13 +285,13 @@ def translate_figure(figure: dict[str, Any], language: str) -> dict[str, Any]:
 
 
 def messages_in(source: str) -> list[tuple[str, int]]:
-    """The ``tr("...")``, ``translate("...", ...)`` and ``N_("...")`` messages of a Python source
-    (message, line), for the catalog."""
+    """The ``tr("...")``, ``translate("...", ...)``, ``_t("...")`` (a module's own shorthand for
+    ``translate``) and ``N_("...")`` messages of a Python source (message, line), for the catalog."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if (
             isinstance(node, ast.Call)
-            and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) in ("tr", "translate", "N_")
+            and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) in ("tr", "translate", "N_", "_t")
             and node.args
             and isinstance(node.args[0], ast.Constant)
             and isinstance(node.args[0].value, str)

@@ -227,22 +227,28 @@ class T5RelativeBias(nn.Module):
         self.num_buckets = num_buckets
         self.max_distance = max_distance
         self.bidirectional = bidirectional
-        t5_relative_bucket(torch.zeros(1, dtype=torch.long), bidirectional=bidirectional,
-                           num_buckets=num_buckets, max_distance=max_distance)  # validate now
+        t5_relative_bucket(
+            torch.zeros(1, dtype=torch.long),
+            bidirectional=bidirectional,
+            num_buckets=num_buckets,
+            max_distance=max_distance,
+        )  # validate now
         self.embedding = nn.Embedding(num_buckets, self.num_heads)
         nn.init.normal_(self.embedding.weight, std=0.02)
 
     def buckets(self, query_len: int, key_len: int | None = None) -> torch.Tensor:
         """Bucket of each pair, long ``[q, k]``; T5's sign: key minus query."""
         r = relative_positions(query_len, key_len, device=self.embedding.weight.device)  # m - n
-        return t5_relative_bucket(-r, bidirectional=self.bidirectional,
-                                  num_buckets=self.num_buckets, max_distance=self.max_distance)
+        return t5_relative_bucket(
+            -r, bidirectional=self.bidirectional, num_buckets=self.num_buckets, max_distance=self.max_distance
+        )
 
     def forward(self, query_len: int, key_len: int | None = None) -> torch.Tensor:
         """The bias ``[num_heads, query_len, key_len]``."""
         key_len = query_len if key_len is None else key_len
-        check_fits_in_memory("T5 bias", (self.num_heads, query_len, key_len),
-                             self.embedding.weight.dtype, self.embedding.weight.device)
+        check_fits_in_memory(
+            "T5 bias", (self.num_heads, query_len, key_len), self.embedding.weight.dtype, self.embedding.weight.device
+        )
         return self.embedding(self.buckets(query_len, key_len)).permute(2, 0, 1)  # (h, q, k)
 
 
@@ -266,8 +272,13 @@ class ScoreTerms(NamedTuple):
 
 
 def _check_float(name: str, t: object, ndim: int | None = None, min_ndim: int | None = None) -> torch.Tensor:
-    return check_tensor(name, t, ndim=ndim, min_dim=min_ndim or 0,
-                        shape_hint="" if min_ndim is None else f"[..., seq, dim] (>= {min_ndim} dims)")
+    return check_tensor(
+        name,
+        t,
+        ndim=ndim,
+        min_dim=min_ndim or 0,
+        shape_hint="" if min_ndim is None else f"[..., seq, dim] (>= {min_ndim} dims)",
+    )
 
 
 def _check_last(name: str, t: torch.Tensor, size: int, what: str) -> None:

@@ -45,10 +45,9 @@ def _rich(text: str) -> str:
     """Escape ``text``, then turn ``[label](#anchor)`` links and ``$...$``-free backticks into HTML."""
     out, last = [], 0
     for m in _LINK.finditer(text):
-        out.append(html.escape(text[last:m.start()]))
+        out.append(html.escape(text[last : m.start()]))
         target = m.group(2)
-        if not (target.startswith("#") or target.startswith("./") or target.endswith(".html")
-                or ".html#" in target):
+        if not (target.startswith("#") or target.startswith("./") or target.endswith(".html") or ".html#" in target):
             raise ValueError(f"explanation links must stay inside the book, got {target!r}")
         out.append(f'<a href="{html.escape(target)}">{html.escape(m.group(1))}</a>')
         last = m.end()
@@ -207,7 +206,7 @@ class SelfCheck:
         return "sc-" + digest.hexdigest()[:12]
 
     def _question(self, q: Question, qid: str, number: int, rank: int = 0) -> str:
-        legend = f'<legend>{number}. {_rich(q.prompt)}</legend>'
+        legend = f"<legend>{number}. {_rich(q.prompt)}</legend>"
         button = f'<button type="button" class="sc-check">{html.escape(self.words["check"])}</button>'
         feedback = '<div class="sc-feedback" role="status" aria-live="polite"></div>'
         if isinstance(q, MultipleChoice):
@@ -221,20 +220,22 @@ class SelfCheck:
             order.insert(rank % len(q.choices), right)
             options = "".join(
                 f'<label><input type="radio" name="{qid}" value="{i}" data-correct="{int(q.choices[i].correct)}"> '
-                f'{_rich(q.choices[i].text)}<template>{_rich(q.choices[i].why)}</template></label>'
+                f"{_rich(q.choices[i].text)}<template>{_rich(q.choices[i].why)}</template></label>"
                 for i in order
             )
-            return (f'<fieldset class="self-check" data-kind="choice" id="{qid}">{legend}{options}'
-                    f'<div class="sc-row">{button}</div>{feedback}</fieldset>')
+            return (
+                f'<fieldset class="self-check" data-kind="choice" id="{qid}">{legend}{options}'
+                f'<div class="sc-row">{button}</div>{feedback}</fieldset>'
+            )
         unit = f"<span>{html.escape(q.unit)}</span>" if q.unit else ""
         return (
             f'<fieldset class="self-check" data-kind="numeric" id="{qid}" data-answer="{float(q.answer)!r}" '
             f'data-tol="{q.tolerance!r}" data-shown="{html.escape(q.shown())}">{legend}'
             f'<div class="sc-row"><label for="{qid}-in" style="display:inline">'
-            f'{html.escape(self.words["answer_label"])}</label>'
+            f"{html.escape(self.words['answer_label'])}</label>"
             f'<input type="text" inputmode="decimal" autocomplete="off" id="{qid}-in">{unit}{button}'
             f'<button type="button" class="sc-show">{html.escape(self.words["show"])}</button></div>'
-            f'<template>{_rich(q.why)}</template>{feedback}</fieldset>'
+            f"<template>{_rich(q.why)}</template>{feedback}</fieldset>"
         )
 
     def _strings(self) -> list[str]:
@@ -255,10 +256,18 @@ class SelfCheck:
                 choices = [{"text": c.text, "why": c.why, "correct": c.correct} for c in q.choices]
                 questions.append({"kind": "choice", "prompt": q.prompt, "choices": choices})
             else:
-                questions.append({
-                    "kind": "numeric", "prompt": q.prompt, "answer": float(q.answer), "why": q.why,
-                    "abs_tol": q.abs_tol, "rel_tol": q.rel_tol, "unit": q.unit, "digits": q.digits,
-                })
+                questions.append(
+                    {
+                        "kind": "numeric",
+                        "prompt": q.prompt,
+                        "answer": float(q.answer),
+                        "why": q.why,
+                        "abs_tol": q.abs_tol,
+                        "rel_tol": q.rel_tol,
+                        "unit": q.unit,
+                        "digits": q.digits,
+                    }
+                )
         messages = {s: message_of(s) for s in self._strings() if s and message_of(s)}
         return {"title": self.title, "key": self.key, "questions": questions, "messages": messages}
 
@@ -278,8 +287,9 @@ class SelfCheck:
             else:
                 fields = {k: q[k] for k in ("answer", "abs_tol", "rel_tol", "digits")}
                 questions.append(Numeric(t(q["prompt"]), why=t(q["why"]), unit=t(q["unit"]), **fields))
-        words = {k: translate(v, language) if k != "value" else translate(v, language, v="{v}")
-                 for k, v in _WORDS.items()}
+        words = {
+            k: translate(v, language) if k != "value" else translate(v, language, v="{v}") for k, v in _WORDS.items()
+        }
         title = data["title"]
         title = translate(title, language) if title == _WORDS["title"] else t(title)
         return cls(questions, title=title, key=data.get("key", ""), words=words)
@@ -296,7 +306,7 @@ class SelfCheck:
         js = _JS % {k: json.dumps(v) for k, v in {**self.words, "id": block}.items()}
         return (
             f'<section class="self-check-block" id="{block}" aria-label="{html.escape(self.title)}">'
-            f'<style>{_CSS}</style><p><strong>{html.escape(self.title)}</strong></p>{questions}'
+            f"<style>{_CSS}</style><p><strong>{html.escape(self.title)}</strong></p>{questions}"
             f"<script>{js}</script></section>"
         )
 

@@ -144,9 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="windows per step, all processes together (default 32); divisible by the number of processes",
     )
     model.add_argument("--lr", type=_positive(float), default=None, help="peak learning rate (default 2e-3)")
-    model.add_argument(
-        "--warmup", type=_non_negative, default=None, help="warm-up steps (default: a tenth of --steps)"
-    )
+    model.add_argument("--warmup", type=_non_negative, default=None, help="warm-up steps (default: a tenth of --steps)")
     hw = p.add_argument_group("how to run")
     hw.add_argument(
         "--device",
@@ -370,9 +368,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             written.append(save_results(results, out / "results.json"))
             written += write_figures(results, out, include_plotlyjs=plotlyjs)
         print(format_tables(results))
-        print(
-            f"\nwrote {', '.join(str(p) for p in written)} in {time.perf_counter() - t0:.0f} s", file=sys.stderr
-        )
+        print(f"\nwrote {', '.join(str(p) for p in written)} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
         return 0
     finally:
         shutdown_distributed()

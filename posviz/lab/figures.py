@@ -68,15 +68,20 @@ def _subtitle(results: dict) -> str:
     cfg = results["config"]
     model = cfg["model"]
     seeds = len(cfg["seeds"])
+    fields = {
+        "train_len": results["train_len"],
+        "d": model["n_embd"],
+        "layers": model["n_layer"],
+        "heads": model["n_head"],
+        "steps": cfg["train"]["steps"],
+        "seeds": seeds,
+    }
+    if seeds == 1:
+        return tr(
+            "trained at {train_len} bytes; d={d}, {layers} layers, {heads} heads, {steps} steps; 1 seed", **fields
+        )
     return tr(
-        "trained at {results} bytes; d={model}, {model2} layers, {model3} heads, {cfg} steps; {seeds} seed{value}",
-        results=results["train_len"],
-        model=model["n_embd"],
-        model2=model["n_layer"],
-        model3=model["n_head"],
-        cfg=cfg["train"]["steps"],
-        seeds=seeds,
-        value="s" if seeds > 1 else "",
+        "trained at {train_len} bytes; d={d}, {layers} layers, {heads} heads, {steps} steps; {seeds} seeds", **fields
     )
 
 
@@ -455,7 +460,7 @@ def cost_figure(
                 mode="lines+markers",
                 name=_label(name),
                 legendgroup=name,
-                legendgrouptitle={"text": "method"} if name == names[0] else None,
+                legendgrouptitle={"text": tr("method")} if name == names[0] else None,
                 line={"color": _color(name), "dash": dash},
                 error_y={"type": "data", "array": up, "arrayminus": down, "thickness": 1},
                 hovertext=_hover(name, lengths, agg, m["seeds"][0]["cannot_run"], unit),

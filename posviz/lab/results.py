@@ -290,9 +290,7 @@ def paired_table(results: dict) -> str:
         raise ValueError("these results have no paired differences (the baseline method was not run)")
     lengths, train_len = results["eval_lengths"], results["train_len"]
     lines = [
-        f"| method − {paired['baseline']} | "
-        + " | ".join(f"L = {x}{_multiple(x, train_len)}" for x in lengths)
-        + " |",
+        f"| method − {paired['baseline']} | " + " | ".join(f"L = {x}{_multiple(x, train_len)}" for x in lengths) + " |",
         "|---" + "|--:" * len(lengths) + "|",
     ]
     for name in results["method_order"]:

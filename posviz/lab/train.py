@@ -330,8 +330,16 @@ def train(
             curve_steps.append(step + 1)
             curve_loss.append(float(recent))
         if checkpoint_every and rt.is_main and ((step + 1) % checkpoint_every == 0 or step + 1 == cfg.steps):
-            logs = {"losses": losses, "norms": norms, "lrs": lrs, "step_times": step_times, "cpu_times": cpu_times,
-                    "curve_steps": curve_steps, "curve_loss": curve_loss, "seconds": time.perf_counter() - start}
+            logs = {
+                "losses": losses,
+                "norms": norms,
+                "lrs": lrs,
+                "step_times": step_times,
+                "cpu_times": cpu_times,
+                "curve_steps": curve_steps,
+                "curve_loss": curve_loss,
+                "seconds": time.perf_counter() - start,
+            }
             save_train_state(state_path, model, optimizer, generator, step + 1, logs, identity)  # type: ignore[arg-type]
         if on_step is not None:
             on_step(step, float(loss))

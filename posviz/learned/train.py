@@ -27,7 +27,6 @@ DEFAULT_CHECKPOINTS: tuple[int, ...] = (0, 5, 10, 15, 20, 30, 40, 50, 75, 100, 1
 denser early, where the table changes fastest)."""
 
 
-
 @dataclass(frozen=True)
 class WindowMaxConfig:
     r"""Everything that defines a training run of :func:`train_window_max` (it is seeded).

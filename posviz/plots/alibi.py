@@ -204,7 +204,7 @@ def alibi_bias_figure(num_heads: int = 8, length: int = 12) -> go.Figure:
                 symmetric=True,
                 zmin=-top,
                 zmax=top,
-                colorbar={"title": {"text": "bias"}},
+                colorbar={"title": {"text": tr("bias")}},
                 hovertemplate=hover("−mₕ(i−j) = %{z:.4f}"),
                 **axis,
                 **common,
@@ -214,7 +214,7 @@ def alibi_bias_figure(num_heads: int = 8, length: int = 12) -> go.Figure:
                 symmetric=True,
                 zmin=-top,
                 zmax=top,
-                colorbar={"title": {"text": "bias"}},
+                colorbar={"title": {"text": tr("bias")}},
                 hovertemplate=hover("mₕ·j = %{z:.4f}"),
                 **axis,
                 **common,
@@ -224,7 +224,7 @@ def alibi_bias_figure(num_heads: int = 8, length: int = 12) -> go.Figure:
                 zmin=0,
                 zmax=1,
                 colorscale="Viridis",
-                colorbar={"title": {"text": "weight"}},
+                colorbar={"title": {"text": tr("weight")}},
                 hovertemplate=hover(tr("weight aᵢⱼ = %{z:.4f}")),
                 **axis,
                 **common,
@@ -253,7 +253,7 @@ def alibi_bias_figure(num_heads: int = 8, length: int = 12) -> go.Figure:
     }
     return slider_figure(
         steps,
-        slider_label="head",
+        slider_label=tr("head"),
         layout=layout,
         views=[
             (tr("bias −mₕ(i−j) (paper)"), [0]),
@@ -356,7 +356,7 @@ def alibi_window_figure(
     steps = [(str(h + 1), (lambda h=h: traces(h)), {"title.text": title(h)}) for h in range(num_heads)]
     per = 3
     views = [(f"L = {n}", list(range(per * k, per * (k + 1)))) for k, n in enumerate(lengths)]
-    fig = slider_figure(steps, slider_label="head", layout=sub.layout, views=views)
+    fig = slider_figure(steps, slider_label=tr("head"), layout=sub.layout, views=views)
     fig.add_shape(  # the target mass p, across the bottom panel
         type="line",
         xref="x2 domain",

@@ -419,6 +419,8 @@ def permutation_figure(
         ],
     }
     views = [(tr(METHOD_LABELS[method]), [3 * j, 3 * j + 1, 3 * j + 2]) for j, method in enumerate(methods)]
-    fig = slider_figure(steps, slider_label="shuffle", layout=layout, views=views, active=min(active, len(steps) - 1))
+    fig = slider_figure(
+        steps, slider_label=tr("shuffle"), layout=layout, views=views, active=min(active, len(steps) - 1)
+    )
     fig.update_layout(updatemenus=[{"y": 1.08}], sliders=[{"pad": {"t": 90}}])  # clear of titles, tick labels
     return fig

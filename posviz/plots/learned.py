@@ -221,7 +221,7 @@ def learned_similarity_figure(run: TrainingRun, base: float = 10000.0, *, decima
     sims = [cosine_similarity_matrix(snap.table) for snap in run.snapshots]
     maps = [(rounded(sim, decimals), rounded(mean_by_offset(sim), decimals)) for sim in sims]
     positions = np.arange(cfg.max_len)
-    colorbar = {"len": 0.85, "x": 0.415, "thickness": 14, "title": {"text": "cosine"}}
+    colorbar = {"len": 0.85, "x": 0.415, "thickness": 14, "title": {"text": tr("cosine")}}
 
     def heatmap(values: np.ndarray, name: str) -> go.Heatmap:
         return heatmap_trace(
@@ -249,7 +249,7 @@ def learned_similarity_figure(run: TrainingRun, base: float = 10000.0, *, decima
                 yaxis="y2",
                 mode="lines",
                 line={"width": 3, "color": "#1f77b4"},
-                name="learned",
+                name=tr("learned"),
                 hovertemplate=tr("r = %{x}<br>learned: mean cosine %{y:.3f}<extra></extra>"),
             ),
             go.Scatter(

@@ -17,7 +17,7 @@ from plotly.subplots import make_subplots
 
 from .. import attention_weights, relative_positions, sinusoidal_encoding, t5_relative_bucket
 from .._validate import check_int
-from ..i18n import tr, translatable
+from ..i18n import N_, tr, translatable
 from ..relative import T5RelativeBias, absolute_score_terms, transformer_xl_scores
 from ._sliders import heatmap_trace, slider_figure
 
@@ -47,7 +47,9 @@ def clipped_positions_figure(
     ``clip(n - m, k)`` (key minus query): the same matrix mirrored. Each cell shows its value.
     """
     length = check_int("length", length, minimum=1)
-    hover = tr("query m = %{y}<br>key n = %{x}<br>{what} = %{z}<extra></extra>", what="WHAT")
+
+    def hover(what: str) -> str:
+        return tr("query m = %{y}<br>key n = %{x}<br>{what} = %{z}<extra></extra>", what=what)
 
     def traces(k: int) -> list[go.Heatmap]:
         r = relative_positions(length, max_distance=k, device="cpu")  # clip(m - n, -k, k)
@@ -56,15 +58,15 @@ def clipped_positions_figure(
         book = heatmap_trace(
             r,
             symmetric=True,
-            hovertemplate=hover.replace("WHAT", tr("r = clip(m − n, −k, k)")),
-            colorbar={"title": {"text": "clipped<br>offset"}},
+            hovertemplate=hover(tr("r = clip(m − n, −k, k)")),
+            colorbar={"title": {"text": tr("clipped<br>offset")}},
             **common,
         )
         shaw = heatmap_trace(
             -r,
             symmetric=True,
-            hovertemplate=hover.replace("WHAT", tr("Shaw's index clip(n − m, k)")),
-            colorbar={"title": {"text": "clipped<br>offset"}},
+            hovertemplate=hover(tr("Shaw's index clip(n − m, k)")),
+            colorbar={"title": {"text": tr("clipped<br>offset")}},
             **common,
         )  # Shaw et al. index by key minus query; the symmetric clip commutes with the sign flip
         return [book, shaw]
@@ -162,7 +164,8 @@ def transformer_xl_terms_figure(
 
     def traces(s: int) -> list[go.Heatmap]:
         out = []
-        for kind, terms, labels in (("absolute", absolute(s), names), ("Transformer-XL", xl, xl_names)):
+        for kind, terms, labels in ((N_("absolute"), absolute(s), names), ("Transformer-XL", xl, xl_names)):
+            kind = tr(kind)
             for i, (term, label) in enumerate(zip(terms, labels)):
                 out.append(
                     heatmap_trace(
@@ -172,7 +175,7 @@ def transformer_xl_terms_figure(
                         coloraxis="coloraxis",
                         xaxis=f"x{i + 1 if i else ''}",
                         yaxis=f"y{i + 1 if i else ''}",
-                        name=f"{kind} {label}",
+                        name=tr("{kind} {label}", kind=kind, label=label),
                         hovertemplate=tr(
                             "{kind}, {label}<br>query m = %{y}<br>key n = %{x}<br>term = %{z:.2f}<extra></extra>",
                             kind=kind,
@@ -205,7 +208,7 @@ def transformer_xl_terms_figure(
             "reversescale": True,
             "cmin": -lim,
             "cmax": lim,
-            "colorbar": {"title": {"text": "term<br>value"}, "len": 0.8},
+            "colorbar": {"title": {"text": tr("term<br>value")}, "len": 0.8},
         },
     )
     for i in range(4):
@@ -260,10 +263,10 @@ def t5_bucket_figure(
             future = t5_relative_bucket(
                 distance, bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance
             )  # key after the query: n - m > 0
-            mode = "bidirectional" if bidirectional else "causal"
-            for label, y, colour in (
-                (tr("key before query (m > n)"), past, "#1f77b4"),
-                (tr("key after query (m < n)"), future, "#d62728"),
+            mode = tr(N_("bidirectional") if bidirectional else N_("causal"))
+            for label, y, colour, after in (
+                (tr("key before query (m > n)"), past, "#1f77b4", False),
+                (tr("key after query (m < n)"), future, "#d62728", True),
             ):
                 keep = torch.ones_like(y, dtype=torch.bool)  # where the bucket changes, and the end
                 keep[1:-1] = y[1:-1] != y[:-2]
@@ -273,7 +276,7 @@ def t5_bucket_figure(
                         y=y[keep].numpy(),
                         mode="lines",
                         line={"shape": "hv", "color": colour},
-                        name=f"{label}{tr(', masked') if not bidirectional and 'after' in label else ''}",
+                        name=tr("{label}, masked", label=label) if after and not bidirectional else label,
                         hovertemplate=tr(
                             "{mode}, {label}<br>|m − n| = %{x}<br>bucket %{y}<extra></extra>", mode=mode, label=label
                         ),
@@ -398,7 +401,9 @@ def t5_attention_figure(length: int = 32, num_heads: int = 8, head_dim: int = 16
     plain = attention_weights(q, k)
     biased = attention_weights(q, k, bias=bias)
     wmax = 0.5
-    hover = tr("query m = %{y}<br>key n = %{x}<br>{what}<extra></extra>", what="WHAT")
+
+    def hover(what: str) -> str:
+        return tr("query m = %{y}<br>key n = %{x}<br>{what}<extra></extra>", what=what)
 
     def traces(h: int) -> list[go.Heatmap]:
         weight_bar = {"title": {"text": tr("attention<br>weight<br>(0.5 and up<br>in yellow)")}}
@@ -409,7 +414,7 @@ def t5_attention_figure(length: int = 32, num_heads: int = 8, head_dim: int = 16
                 zmax=wmax,
                 colorscale="Viridis",
                 colorbar=weight_bar,
-                hovertemplate=hover.replace("WHAT", tr("weight %{z:.3f}")),
+                hovertemplate=hover(tr("weight %{z:.3f}")),
             ),
             heatmap_trace(
                 biased[h],
@@ -417,7 +422,7 @@ def t5_attention_figure(length: int = 32, num_heads: int = 8, head_dim: int = 16
                 zmax=wmax,
                 colorscale="Viridis",
                 colorbar=weight_bar,
-                hovertemplate=hover.replace("WHAT", tr("weight %{z:.3f}")),
+                hovertemplate=hover(tr("weight %{z:.3f}")),
             ),
             heatmap_trace(
                 bias[h],
@@ -426,7 +431,7 @@ def t5_attention_figure(length: int = 32, num_heads: int = 8, head_dim: int = 16
                 colorscale="Blues",
                 reversescale=True,
                 colorbar={"title": {"text": tr("bias b")}},
-                hovertemplate=hover.replace("WHAT", tr("bias %{z:.2f}")),
+                hovertemplate=hover(tr("bias %{z:.2f}")),
             ),
         ]
 
@@ -449,7 +454,7 @@ def t5_attention_figure(length: int = 32, num_heads: int = 8, head_dim: int = 16
     }
     return slider_figure(
         steps,
-        slider_label="head",
+        slider_label=tr("head"),
         layout=layout,
         active=min(3, num_heads - 1),
         views=[(tr("content + T5 bias"), [1]), (tr("content only"), [0]), (tr("bias alone"), [2])],
@@ -461,11 +466,12 @@ def format_cost_table(rows: Sequence[dict[str, float]]) -> str:
     threads = rows[0].get("threads", torch.get_num_threads()) if rows else torch.get_num_threads()
     lines = [
         tr(
-            "machine: {value}, torch {version}, {threads} CPU thread{value2}",
-            value=platform.processor() or platform.machine(),
+            "machine: {machine}, torch {version}, 1 CPU thread"
+            if threads == 1
+            else "machine: {machine}, torch {version}, {threads} CPU threads",
+            machine=platform.processor() or platform.machine(),
             version=torch.__version__,
             threads=int(threads),
-            value2="s" if threads != 1 else "",
         ),
         f"{'L':>6} {tr('plain (ms)'):>11} {tr('Shaw (ms)'):>10} {tr('T5 bias (ms)'):>13} "
         "{'Shaw/plain':>11} {'T5/plain':>9}",

@@ -17,7 +17,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from ..frequencies import rope_frequencies
-from ..i18n import tr, translatable
+from ..i18n import N_, tr, translatable
 from ..rope import (
     apply_rope,
     rope_angles,
@@ -38,6 +38,9 @@ __all__ = [
 
 Q_COLOR, K_COLOR = "#1f77b4", "#ff7f0e"
 BASE_COLORS = ("#2ca02c", "#1f77b4", "#d62728", "#9467bd", "#8c564b")
+
+
+_LAYOUT_NAMES = (N_("interleaved"), N_("half"))  # the pair layouts, as figures name them
 
 
 def base_label(base: float) -> str:
@@ -361,7 +364,7 @@ def rope_score_matrix_figure(
                 hovertemplate=tr(
                     "{lay} pairs<br>query m = %{y}, key n = %{x}<br>r = m − n = %{customdata}"
                     "<br>score = %{z:.4g}<extra></extra>",
-                    lay=lay,
+                    lay=tr(lay),
                 ),
             )
             for lay in layouts
@@ -385,7 +388,7 @@ def rope_score_matrix_figure(
         "yaxis": {"title": {"text": tr("query position m")}, "autorange": "reversed", "scaleanchor": "x"},
     }
     active = min(range(len(bases)), key=lambda j: abs(math.log10(bases[j]) - 4))  # base 10^4 if present
-    return slider_figure(steps, slider_label="base", layout=layout, views=views, active=active)
+    return slider_figure(steps, slider_label=tr("base"), layout=layout, views=views, active=active)
 
 
 @translatable

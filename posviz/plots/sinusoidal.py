@@ -123,7 +123,7 @@ def sinusoidal_heatmap_figure(
     ]
     return slider_figure(
         steps,
-        slider_label="base",
+        slider_label=tr("base"),
         active=active,
         views=[(f"d = {d}", [index]) for index, d in enumerate(dims)],
         layout={
@@ -337,7 +337,7 @@ def sinusoidal_similarity_figure(
     ]
     return slider_figure(
         steps,
-        slider_label="base",
+        slider_label=tr("base"),
         active=active,
         layout={
             "height": 460,

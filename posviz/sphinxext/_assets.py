@@ -230,6 +230,30 @@ def _alternate_links(app: Sphinx, pagename: str) -> str:
     return "".join(out)
 
 
+def _translate_toc_captions(app: Sphinx, doctree: nodes.document) -> None:
+    """Translate the captions of the table of contents (Foundations, Relative methods ...).
+
+    sphinx-external-toc adds the root page's toctrees after Sphinx has translated the page, so
+    their captions (which the gettext builder does extract, into the root page's catalog) stayed
+    English in the sidebar of a translated edition.
+    """
+    if not app.config.language or app.config.language == "en":
+        return
+    from sphinx import addnodes
+    from sphinx.locale import init as init_locale
+    from sphinx.util.i18n import docname_to_domain
+
+    toctrees = [n for n in doctree.findall(addnodes.toctree) if n.get("caption")]
+    if not toctrees:
+        return
+    dirs = [str(Path(app.srcdir, d)) for d in app.config.locale_dirs]
+    domain = docname_to_domain(app.env.docname, app.config.gettext_compact)
+    catalog, has_catalog = init_locale(dirs, app.config.language, domain)
+    if has_catalog:
+        for node in toctrees:
+            node["caption"] = catalog.gettext(node["caption"])
+
+
 def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
     """Load plotly.js (synchronously, before the figures' inline scripts) on pages with a figure.
 
@@ -384,6 +408,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("config-inited", _theme_templates)
     app.connect("builder-inited", _copy_assets)
     app.connect("html-page-context", _page_context)
+    app.connect("doctree-read", _translate_toc_captions, priority=400)  # before the toctree collector
     app.connect("missing-reference", _resolve_public_name)
     app.connect("build-finished", _trim_icons)
     app.connect("build-finished", _root_redirect, priority=400)  # before sphinx-external-toc's

@@ -6,6 +6,8 @@ in*, which that small document does not have, so every ``{glue:text}`key``` in a
 paragraph failed ("No key ... found in glue data for this document"). The lookup now falls back
 to the glue data that myst-nb saved for the page being read (``<output folder>/<page>.glue.json``,
 the same file its cross-document ``path::key`` references read): the same numbers, in both editions.
+A glued phrase made by :func:`posviz.i18n.tr` (``posviz.book.glue`` saves its message) is shown in
+the edition's language.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from typing import Any
 from docutils import nodes
 from myst_nb.core.variables import RetrievalError, VariableOutput
 from myst_nb.ext.glue import directives, roles, utils
+
+from ..i18n import META_KEY, translate
+from ._mime import _edition_language
 
 _original = utils.retrieve_glue_data
 
@@ -42,7 +47,13 @@ def retrieve_glue_data(document: nodes.document, key: str) -> VariableOutput:
         saved = _saved_glue(document).get(key)
         if saved is None:
             raise
-        return VariableOutput(data=saved["data"], metadata=saved.get("metadata", {}), nb_renderer=None, vtype="glue")
+        data, metadata = dict(saved["data"]), saved.get("metadata", {})
+        message = metadata.get(META_KEY)  # a phrase made by posviz.i18n.tr (posviz.book.glue)
+        config = getattr(getattr(document.settings, "env", None), "config", None)
+        if message and "text/plain" in data:
+            text = translate(message[0], _edition_language(getattr(config, "language", None)), **message[1])
+            data["text/plain"] = repr(text)
+        return VariableOutput(data=data, metadata=metadata, nb_renderer=None, vtype="glue")
 
 
 def install() -> None:

@@ -317,10 +317,10 @@ def describe_figure(figure: Mapping[str, Any], language: str = "en") -> tuple[st
     (posviz's figure catalog, :mod:`posviz.i18n`).
     """
 
-    def t(msgid: str, **fields: Any) -> str:
+    def _t(msgid: str, **fields: Any) -> str:
         return translate(msgid, language, **fields)
 
-    sep = t("; ")
+    sep = _t("; ")
     layout = figure.get("layout") or {}
     data = [trace for trace in figure.get("data") or [] if isinstance(trace, Mapping)]
     title = _text(layout.get("title"))
@@ -329,7 +329,7 @@ def describe_figure(figure: Mapping[str, Any], language: str = "en") -> tuple[st
         kind = trace.get("type", "scatter")
         if kind == "scatter" and "lines" not in str(trace.get("mode", "lines")):
             kind = N_("scatter plot")
-        kind = t(_KINDS.get(kind, kind))
+        kind = _t(_KINDS.get(kind, kind))
         if kind not in kinds:
             kinds.append(kind)
     axes = sorted(k for k in layout if re.fullmatch(r"[xy]axis\d*", k))
@@ -340,36 +340,36 @@ def describe_figure(figure: Mapping[str, Any], language: str = "en") -> tuple[st
     ]
     panels = len([k for k in axes if k.startswith("x")]) or 1
     parts = []
-    what = t(" and ").join(kinds) or t("chart")
+    what = _t(" and ").join(kinds) or _t("chart")
     head = (
-        t("Interactive {what} in {panels} panels", what=what, panels=panels)
+        _t("Interactive {what} in {panels} panels", what=what, panels=panels)
         if panels > 1
-        else t("Interactive {what}", what=what)
+        else _t("Interactive {what}", what=what)
     )
-    parts.append(t("{head}: {title}.", head=head, title=title) if title else t("{head}.", head=head))
+    parts.append(_t("{head}: {title}.", head=head, title=title) if title else _t("{head}.", head=head))
     if panel_titles and panels > 1:
-        parts.append(t("Panels: {titles}.", titles=sep.join(p for p in panel_titles if p)))
+        parts.append(_t("Panels: {titles}.", titles=sep.join(p for p in panel_titles if p)))
     axis_titles = []
     for k in axes:
         text = _text((layout.get(k) or {}).get("title"))
         if text and text not in axis_titles:
-            axis_titles.append(t("{axis} axis: {title}", axis=k[0], title=text))
+            axis_titles.append(_t("{axis} axis: {title}", axis=k[0], title=text))
     if axis_titles:
-        parts.append(sep.join(axis_titles) + t("."))
+        parts.append(sep.join(axis_titles) + _t("."))
     colours = []
     for trace in data:
         text = _text((trace.get("colorbar") or {}).get("title"))
         if text and text not in colours:
             colours.append(text)
     if colours:
-        parts.append(t("Colour: {titles}.", titles=sep.join(colours)))
+        parts.append(_t("Colour: {titles}.", titles=sep.join(colours)))
     names = []
     for trace in data:
         n = _text(trace.get("name"))
         if n and n not in names and trace.get("showlegend", True) is not False:
             names.append(n)
     if names:
-        parts.append(t("Series: {names}.", names=sep.join(names)))
+        parts.append(_t("Series: {names}.", names=sep.join(names)))
     for slider in layout.get("sliders") or []:
         steps = [_text(s.get("label")) for s in slider.get("steps") or []]
         if len(steps) > 1:
@@ -377,20 +377,20 @@ def describe_figure(figure: Mapping[str, Any], language: str = "en") -> tuple[st
             active = steps[slider.get("active", 0)] if 0 <= slider.get("active", 0) < len(steps) else steps[0]
             fields = {"count": len(steps), "first": steps[0], "last": steps[-1], "active": active}
             parts.append(
-                t(
+                _t(
                     "A slider ({prefix}) steps through {count} values, {first} to {last}; it opens at {active}.",
                     prefix=prefix,
                     **fields,
                 )
                 if prefix
-                else t("A slider steps through {count} values, {first} to {last}; it opens at {active}.", **fields)
+                else _t("A slider steps through {count} values, {first} to {last}; it opens at {active}.", **fields)
             )
     for menu in layout.get("updatemenus") or []:
         labels = [_text(b.get("label")) for b in menu.get("buttons") or []]
         if labels:
-            parts.append(t("Buttons: {labels}.", labels=t(", ").join(labels)))
+            parts.append(_t("Buttons: {labels}.", labels=_t(", ").join(labels)))
     name = title or head
-    return name, t(" ").join(parts)
+    return name, _t(" ").join(parts)
 
 
 def plotly_html(figure: Mapping[str, Any], key: str = "", language: str = "en") -> str:

@@ -116,8 +116,8 @@ def alibi_explorer(
     chosen head keeps its slope.
     """
     controls = {
-        "num_heads": widgets.IntSlider(value=num_heads, min=1, max=64, description="heads"),
-        "head": widgets.IntSlider(value=min(head, num_heads), min=1, max=num_heads, description="head"),
+        "num_heads": widgets.IntSlider(value=num_heads, min=1, max=64, description=tr("heads")),
+        "head": widgets.IntSlider(value=min(head, num_heads), min=1, max=num_heads, description=tr("head")),
         "length": widgets.IntSlider(value=length, min=1, max=4096, description=tr("length L")),
         "scale": widgets.FloatLogSlider(value=scale, base=2, min=-6, max=4, step=0.25, description=tr("slope ×")),
     }

@@ -126,7 +126,7 @@ def _figure(values: dict) -> go.Figure:
                 xaxis="x2",
                 yaxis="y2",
                 colorbar={
-                    "title": {"text": "difference", "side": "right"},
+                    "title": {"text": tr("difference"), "side": "right"},
                     "x": 1.0,
                     "len": 0.7,
                     "y": 0.35,

@@ -77,7 +77,7 @@ def _figure() -> go.Figure:
                 yaxis=f"y{axis}",
                 hovertemplate=tr(
                     "{name}<br>m = %{y}, n = %{x}<br>cos(p<sub>m</sub>, p<sub>n</sub>) = %{z:.3f}<extra></extra>",
-                    name=name,
+                    name=tr(name),
                 ),
             )
         )
@@ -163,7 +163,7 @@ def learned_explorer(
     controls = {
         "max_len": widgets.SelectionSlider(options=list(max_lens), value=max_len, description="max_len", **slider),
         "dim": widgets.SelectionSlider(options=list(dims), value=dim, description="d", **slider),
-        "seed": widgets.SelectionSlider(options=list(seeds), value=seeds[0], description="seed", **slider),
+        "seed": widgets.SelectionSlider(options=list(seeds), value=seeds[0], description=tr("seed"), **slider),
         "step": widgets.SelectionSlider(options=steps, value=steps[-1], description=tr("training step"), **slider),
         "length": widgets.IntSlider(
             value=max_len, min=1, max=2 * max(max_lens), description=tr("positions shown"), **slider

@@ -40,7 +40,7 @@ def _figure() -> go.Figure:
         go.Heatmap(
             z=[[0]],
             colorscale="Viridis",
-            colorbar={"title": {"text": "bucket"}, "len": 0.9},
+            colorbar={"title": {"text": tr("bucket")}, "len": 0.9},
             hovertemplate=tr("query m = %{y}<br>key n = %{x}<br>bucket %{z}<extra></extra>"),
         ),
         row=1,

@@ -21,7 +21,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from ..frequencies import rope_frequencies
-from ..i18n import tr
+from ..i18n import N_, tr
 from ..plots.rope import K_COLOR, Q_COLOR, _unit_pairs
 from ..rope import apply_rope, rope_complex_view, rope_mean_partial_sum, rope_scores
 from . import Explorer, colorbar_below, explorer
@@ -32,7 +32,7 @@ _RADIUS = 1.5  # pairs have length 1 (interleaved) or at most sqrt(2) (the same 
 _HEIGHT = 760
 _MARGIN = {"t": 40, "b": 110, "l": 60, "r": 20}  # the bottom holds the score colour bar
 _GAP = 3.4  # distance between the centres of the three planes, drawn side by side on one pair of axes
-_NAMES = ("fastest", "middle", "slowest")
+_NAMES = (N_("fastest"), N_("middle"), N_("slowest"))
 
 
 def _pairs_shown(dim: int) -> list[int]:
@@ -66,7 +66,7 @@ def _update(dim: int, base: float, length: int, position: int, offset: int, layo
     labels = [
         tr(
             "{name} pair i = {i}<br>θ<sub>i</sub> = {theta:.3g} rad/token<br>share of the score: {real:.3f}",
-            name=name,
+            name=tr(name),
             i=i,
             theta=theta[i].item(),
             real=(a * b.conjugate()).real,
@@ -186,7 +186,7 @@ def _figure() -> go.Figure:
     )
     # under the heatmap: a bar beside it lands on the right panel's axis title at some output width
     fig.data[4].colorbar = colorbar_below(
-        fig.layout.xaxis2.domain, _HEIGHT - _MARGIN["t"] - _MARGIN["b"], title={"text": "score"}
+        fig.layout.xaxis2.domain, _HEIGHT - _MARGIN["t"] - _MARGIN["b"], title={"text": tr("score")}
     )
     fig.update_yaxes(autorange="reversed", title_text=tr("query m"), row=2, col=1)
     fig.update_xaxes(title_text=tr("key n"), row=2, col=1)
@@ -216,10 +216,14 @@ def rope_explorer(
     style = {"description_width": "initial"}
     controls = {
         "dim": widgets.IntSlider(value=dim, min=2, max=256, step=2, description="d", style=style),
-        "base": widgets.FloatLogSlider(value=base, base=10, min=0, max=7, step=0.1, description="base", style=style),
+        "base": widgets.FloatLogSlider(
+            value=base, base=10, min=0, max=7, step=0.1, description=tr("base"), style=style
+        ),
         "length": widgets.IntSlider(value=length, min=2, max=256, description=tr("length L"), style=style),
         "position": widgets.IntSlider(value=position, min=0, max=4096, description=tr("query m"), style=style),
         "offset": widgets.IntSlider(value=offset, min=-256, max=256, description=tr("offset r = m − n"), style=style),
-        "layout": widgets.Dropdown(value=layout, options=["interleaved", "half"], description="layout", style=style),
+        "layout": widgets.Dropdown(
+            value=layout, options=["interleaved", "half"], description=tr("layout"), style=style
+        ),
     }
     return explorer(controls, _update, _figure())

@@ -75,9 +75,9 @@ def sinusoidal_explorer(
     controls = {
         "dim": widgets.IntSlider(value=dim, min=2, max=512, step=2, description="d", continuous_update=False),
         "base": widgets.FloatLogSlider(
-            value=base, base=10, min=0.3, max=6, step=0.1, description="base", continuous_update=False
+            value=base, base=10, min=0.3, max=6, step=0.1, description=tr("base"), continuous_update=False
         ),
-        "length": widgets.IntSlider(value=length, min=1, max=1024, description="length", continuous_update=False),
+        "length": widgets.IntSlider(value=length, min=1, max=1024, description=tr("length"), continuous_update=False),
         "offset": widgets.IntSlider(value=offset, min=0, max=1024, description=tr("offset k"), continuous_update=False),
     }
     fig = make_subplots(
@@ -102,7 +102,7 @@ def sinusoidal_explorer(
         col=1,
     )
     fig.add_trace(
-        go.Scatter(mode="lines", name="similarity", hovertemplate=tr("k = %{x}<br>%{y:.3f}<extra></extra>")),
+        go.Scatter(mode="lines", name=tr("similarity"), hovertemplate=tr("k = %{x}<br>%{y:.3f}<extra></extra>")),
         row=1,
         col=2,
     )
