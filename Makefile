@@ -46,6 +46,7 @@ book: $(VENV)/.book _build/.posviz-stamp
 # translate them, then `make test` (it fails while a message is untranslated or fuzzy).
 translations: $(VENV)/.book
 	$(BIN)/python tools/i18n.py update
+	$(BIN)/python tools/notebooks.py  # the Chinese notebooks (zh/book/*.ipynb) follow the catalogs
 
 lint: $(VENV)/.test
 	$(BIN)/ruff check .

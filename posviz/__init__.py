@@ -20,6 +20,7 @@ from .alibi import alibi_bias, alibi_distance_weights, alibi_effective_window, a
 from .cost import relative_attention_cost
 from .dot_product import attention, attention_scores, attention_weights, causal_mask, self_attention
 from .frequencies import rope_frequencies, wavelengths
+from .i18n import get_language, set_language
 from .learned import cosine_similarity_matrix, learned_table_parameters
 from .relative import (
     ScoreTerms,
@@ -93,4 +94,7 @@ __all__ = [
     "attention_weights",
     "self_attention",
     "causal_mask",
+    # the language figures and explorers are drawn in
+    "set_language",
+    "get_language",
 ]

@@ -57,7 +57,11 @@ def test_no_markdown_left_as_text(page: Path) -> None:
 # they stay English), bibliography entries, and names (a short allowlist).
 CJK = re.compile(r"[\u3400-\u9fff]")
 PROSE = "p, li, h1, h2, h3, h4, th, td, figcaption, .admonition-title, legend, label, summary, caption"
-SKIP = "pre, code, script, style, mjx-container, .math, dl.py, .bibliography, .citation, .cite, nav.bd-links"
+SKIP = (
+    "pre, code, script, style, mjx-container, .math, dl.py, .bibliography, .citation, .cite, nav.bd-links,"
+    " .cell_output table,"  # a table a cell prints (display(Markdown)) is code output: it may stay English
+    " .docstrings"  # the API reference's docstrings (book/api.md wraps them in this container)
+)
 NAMES = re.compile(
     r"^(?:RoPE|ALiBi|NoPE|T5|Shaw|Transformer-XL|BERT[\w-]*|GPT[\w.-]*|PI|NTK|YaRN|xPos|LLaMA|PyTorch|"
     r"Hugging|Face|posviz|et|al|Colab|Binder|JupyterLab|English|Python|softmax|max_len|[A-Za-z]|\W+)$"
@@ -81,7 +85,7 @@ def _english_prose(page: Path) -> list[str]:
         if element.find(PROSE.split(", ")):  # judged by its innermost prose element
             continue
         text = " ".join(element.get_text(" ").split())
-        words = re.findall(r"[A-Za-z][A-Za-z'-]+", text)
+        words = [w for w in re.findall(r"[A-Za-z][\w'.-]*", text) if not re.search(r"[_.]\w", w)]  # not identifiers
         if CJK.search(text) or len(words) < 2 or all(NAMES.match(w) for w in words):
             continue
         left.append(text[:100])

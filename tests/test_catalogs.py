@@ -53,6 +53,8 @@ def test_messages_with_words_are_in_chinese(po: Path) -> None:
     )  # RoPE, T5, Transformer-XL, BERT-base, posviz.rope, Shaw et al.
     english_left = []
     for m in _read(po):
+        if m.string == m.id and (re.search(r"\\[a-zA-Z]+", m.id) or po.stem == "glossary"):
+            continue  # display math (kept as it is), and the glossary's English column
         if m.string and i18n.needs_words(m.id) and not CJK.search(m.string):
             words = re.findall(
                 r"[A-Za-z][\w.+-]*", i18n._SPAN.sub(" ", re.sub(r"<[^>]+>|%\{[^}]*\}|\{[^}]*\}", " ", m.string))

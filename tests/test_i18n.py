@@ -80,6 +80,7 @@ def test_a_translatable_figure_records_and_is_translated_as_rendered() -> None:
     live = _figure(4)
     assert zh["layout"]["title"]["text"] == live.layout.title.text != "every 4 positions"
     assert zh["data"][0]["name"] == live.data[0].name
+    set_language("en")
     en = translate_figure(_figure.__wrapped__(4).to_dict(), "en")
     assert en["layout"]["title"]["text"] == "every 4 positions"
 

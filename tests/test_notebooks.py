@@ -49,8 +49,8 @@ class _Text(HTMLParser):
         self.parts.append(data)
 
 
-def _rendered(name: str) -> tuple[str, _Text]:
-    nb = json.loads((ROOT / "book" / f"{name}.ipynb").read_text())
+def _rendered(name: str, folder: str = "") -> tuple[str, _Text]:
+    nb = json.loads((ROOT / folder / "book" / f"{name}.ipynb").read_text())
     source = "\n\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     html = MarkdownIt("commonmark").render(source)
     text = _Text()
@@ -69,8 +69,10 @@ def test_colab_notebook_shows_no_myst(name: str) -> None:
     assert parsed.details == [False] * md.count("class: dropdown"), "every solution collapsed"
     # every glued value says where it is computed, by the name the code gives it
     for key in re.findall(r"\{glue(?::\w*)?\}`([^`:]+)", md):
-        assert f"(computed in the code above: {key})" in shown or f"(computed in the code below: {key})" in shown or (
-            f"(computed in this notebook: {key})" in shown
+        assert (
+            f"(computed in the code above: {key})" in shown
+            or f"(computed in the code below: {key})" in shown
+            or (f"(computed in this notebook: {key})" in shown)
         ), f"{name}: glued value {key} not shown as computed"
 
 
@@ -87,3 +89,35 @@ def test_glue_placeholder_says_where():
         "*(computed in the code below: `c`)*."
     )
     assert notebooks.plain_markdown("{glue:text}`z`") == "*(computed in this notebook: `z`)*"
+
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.mark.parametrize("name", [p.stem for p in notebooks.chapters()])
+def test_chinese_notebook_is_translated_and_shows_no_myst(name: str) -> None:
+    """zh/book/<chapter>.ipynb: the same cells, the prose from the catalogs, figures in Chinese."""
+    shown, _ = _rendered(name, "zh")
+    left = {kind: pattern.findall(shown)[:3] for kind, pattern in SHOWN.items() if pattern.search(shown)}
+    assert not left, f"zh/{name}.ipynb shows MyST markup: {left}"
+    zh = json.loads((ROOT / "zh" / "book" / f"{name}.ipynb").read_text())
+    en = json.loads((ROOT / "book" / f"{name}.ipynb").read_text())
+    assert [c["cell_type"] for c in zh["cells"]] == [c["cell_type"] for c in en["cells"]]
+    code = [
+        ("".join(a["source"]), "".join(b["source"]))
+        for a, b in zip(zh["cells"], en["cells"])
+        if a["cell_type"] == "code"
+    ]
+    assert 'posviz.set_language("zh_CN")' in code[0][0]
+    assert all(a == b for a, b in code[1:]), "the code cells are the English notebook's"
+    english = []
+    for cell in zh["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        text = re.sub(r"\$\$.*?\$\$|```.*?```", "", "".join(cell["source"]), flags=re.S)  # display math, code
+        for block in re.split(r"\n\s*\n", text):
+            prose = re.sub(r"\$[^$]*\$|`[^`]*`|\[[^\]]*\]\([^)]*\)|<[^>]+>", "", block)
+            if len(re.findall(r"[A-Za-z]{3,}", prose)) >= 4 and not CJK.search(prose):
+                english.append(block[:80])
+    assert not english, f"zh/{name}.ipynb: paragraphs left in English: {english[:3]}"
+    assert f"{notebooks.site_url()}zh/book/" in "".join("".join(c["source"]) for c in zh["cells"])

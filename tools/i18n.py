@@ -42,6 +42,8 @@ EDITION_CONFIG = {
         "html_title": "位置编码：交互式图解",
         "nb_code_prompt_show": "显示代码",
         "nb_code_prompt_hide": "隐藏代码",
+        # launch buttons open zh/book/<chapter>.ipynb (tools/notebooks.py writes them)
+        "html_theme_options": {"path_to_docs": "zh"},
     },
 }
 

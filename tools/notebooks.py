@@ -39,7 +39,7 @@ from pybtex.richtext import Text
 ROOT = Path(__file__).resolve().parents[1]
 TAG = "colab-setup"
 
-SETUP = '''\
+SETUP = """\
 # Setup for Colab: install this book's library when it is missing (does nothing locally or on Binder).
 import importlib.util
 import os
@@ -51,7 +51,71 @@ if importlib.util.find_spec("posviz") is None:
     subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", _source])
 if "google.colab" in sys.modules:  # Plotly's FigureWidget needs Colab's third-party widget manager
     from google.colab import output
-    output.enable_custom_widget_manager()'''
+    output.enable_custom_widget_manager()"""
+
+
+# The translated editions' notebooks: zh/book/<chapter>.ipynb, from the same source and the book's
+# catalogs (locale/<language>/LC_MESSAGES/book/<chapter>.po); the Chinese pages' launch buttons
+# open them (tools/i18n.py sets the edition's path_to_docs). Their setup cell also draws the
+# figures in the edition's language.
+EDITIONS = {"zh_CN": "zh"}
+_WHERE = {
+    "zh_CN": {
+        "in the code above": "由上方代码计算",
+        "in the code below": "由下方代码计算",
+        "in this notebook": "在本笔记本中计算",
+    },
+}
+_edition: dict = {"language": "en", "folder": "", "catalog": {}}  # the edition being written
+
+
+def _tr(text: str) -> str:
+    """A message of the book in the edition being written (itself in English)."""
+    return _edition["catalog"].get(text, text)
+
+
+@cache
+def book_catalog(language: str) -> dict[str, str]:
+    """Every page's translations of one language, merged: msgid -> msgstr."""
+    from babel.messages.pofile import read_po
+
+    messages: dict[str, str] = {}
+    for po in sorted((ROOT / "locale" / language / "LC_MESSAGES" / "book").glob("*.po")):
+        with po.open("rb") as f:
+            messages.update({m.id: m.string for m in read_po(f) if m.id and m.string and not m.fuzzy})
+    return messages
+
+
+# where a message may start in a Markdown cell: a line's start, after a heading, list, quote or
+# table marker, or an admonition's opening; and end: a line's end or a table cell's
+_BLOCK_START = (
+    r"(?m)(^[ \t]*(?:#{1,6}[ \t]+|[-*+][ \t]+|\d+\.[ \t]+|>[ \t]*|\|[ \t]*|(?:[^|\n]*\|[ \t]*)+"
+    r"|:{3,}\{[\w-]+\}[ \t]+)?)"
+)
+_BLOCK_END = r"(?=[ \t]*(?:\||$))"
+
+
+_SPACE = r"(?:[ \t]*\n[ \t]*(?:>[ \t]*)?|[ \t]+)"  # a space of a message: one, or a line break in the source
+
+
+@cache
+def _message_patterns(language: str) -> list[tuple[str, re.Pattern, str]]:
+    """(first word, pattern, translation) of every message of a language, longest first."""
+    catalog = book_catalog(language)
+    out = []
+    for msgid in sorted(catalog, key=len, reverse=True):
+        body = _SPACE.join(re.escape(word) for word in re.split(r"[ \n]+", msgid.strip()))
+        out.append((msgid.split()[0], re.compile(_BLOCK_START + body + _BLOCK_END), catalog[msgid]))
+    return out
+
+
+def translate_markdown(source: str, language: str) -> str:
+    """A MyST Markdown cell with every paragraph, heading, list item, table cell and admonition
+    title that the edition's catalogs translate replaced by its translation (longest first)."""
+    for first, pattern, translation in _message_patterns(language):
+        if first in source:
+            source = pattern.sub(lambda m, t=translation: m.group(1) + t, source)
+    return source
 
 
 def config() -> dict:
@@ -149,8 +213,14 @@ def _bibliography() -> dict[str, tuple[str, str]]:
     return entries
 
 
+def _site() -> str:
+    """The built edition's address: the site's root, or its translation's folder."""
+    folder = _edition["folder"]
+    return site_url() + (f"{folder}/" if folder else "")
+
+
 def _cite(role: str, keys: str) -> str:
-    url = site_url() + "book/references.html"
+    url = _site() + "book/references.html"
     bib = _bibliography()
     cites = []
     for key in (k.strip() for k in keys.split(",")):
@@ -176,15 +246,17 @@ def _role(match: re.Match, glue_place: Callable[[str], str | None] | None = None
         if label not in sections:
             raise KeyError(f"no labelled section {label!r}")
         page, title = sections[label]
-        return f"[{explicit['text'] if explicit else title}]({site_url()}book/{page}.html#{label})"
+        return f"[{explicit['text'] if explicit else _tr(title)}]({_site()}book/{page}.html#{label})"
     if explicit:
         return explicit["text"]
     if role.startswith("glue"):
         # a value the chapter's code computes and the book build pastes in (myst-nb glue); the
         # notebook is generated without running it, so it says where the value is computed
         key = body.split(":")[0]
-        where = glue_place(key) if glue_place else None
-        return f"*(computed {where or 'in this notebook'}: `{key}`)*"
+        where = (glue_place(key) if glue_place else None) or "in this notebook"
+        if _edition["language"] in _WHERE:
+            return f"*（{_WHERE[_edition['language']][where]}：`{key}`）*"
+        return f"*(computed {where}: `{key}`)*"
     if role in ("math",):
         return f"${body}$"
     return f"`{body}`" if role in ("code", "literal", "file", "command") else body
@@ -274,7 +346,7 @@ def plain_markdown(source: str, glue_place: Callable[[str], str | None] | None =
     # links to other pages of the book: to the built site (a notebook opened alone has no pages)
     return re.sub(
         r"\]\((?![a-z]+:|#)(?P<page>[^()\s#]+)\.md(?P<anchor>#[^()\s]*)?\)",
-        lambda m: f"]({site_url()}book/{m['page']}.html{m['anchor'] or ''})",
+        lambda m: f"]({_site()}book/{m['page']}.html{m['anchor'] or ''})",
         text,
     )
 
@@ -289,8 +361,15 @@ def with_setup_cell(nb: nbformat.NotebookNode, source: str) -> nbformat.Notebook
     return nb
 
 
-def paired_ipynb(nb: nbformat.NotebookNode) -> str:
-    """The Colab notebook: no outputs, no execution counts, stable cell ids, Colab-friendly metadata."""
+def paired_ipynb(nb: nbformat.NotebookNode, language: str = "en") -> str:
+    """The Colab notebook: no outputs, no execution counts, stable cell ids, Colab-friendly metadata.
+
+    In a translated edition (``language``), the Markdown is translated with the book's catalogs."""
+    _edition.update(
+        language=language,
+        folder=EDITIONS.get(language, ""),
+        catalog=book_catalog(language) if language in EDITIONS else {},
+    )
     out = nbformat.from_dict(nb)
     out.metadata.pop("jupytext", None)
     out.metadata.setdefault("kernelspec", {"display_name": "Python 3", "language": "python", "name": "python3"})
@@ -302,8 +381,15 @@ def paired_ipynb(nb: nbformat.NotebookNode) -> str:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
         elif cell.cell_type == "markdown":
-            cell.source = plain_markdown(cell.source, places[i])
+            source = translate_markdown(cell.source, language) if _edition["catalog"] else cell.source
+            cell.source = plain_markdown(source, places[i])
+    _edition.update(language="en", folder="", catalog={})
     return jupytext.writes(out, fmt="ipynb")
+
+
+def edition_setup(source: str, language: str) -> str:
+    """The setup cell of a translated notebook: the same, then figures in the edition's language."""
+    return f'{source}\n\nimport posviz\n\nposviz.set_language("{language}")  # figures and explorers in this language'
 
 
 def sync(check: bool) -> list[str]:
@@ -314,10 +400,14 @@ def sync(check: bool) -> list[str]:
         nb = with_setup_cell(jupytext.read(md, fmt="md:myst"), source)
         text = re.sub(r"\n *jupytext_version: [^\n]*", "", jupytext.writes(nb, fmt="md:myst"))  # version-free
         targets = {md: text, md.with_suffix(".ipynb"): paired_ipynb(nb)}
+        for language, folder in EDITIONS.items():
+            translated = with_setup_cell(jupytext.read(md, fmt="md:myst"), edition_setup(source, language))
+            targets[ROOT / folder / md.relative_to(ROOT).with_suffix(".ipynb")] = paired_ipynb(translated, language)
         for path, text in targets.items():
             if not path.exists() or path.read_text() != text:
                 stale.append(str(path.relative_to(ROOT)))
                 if not check:
+                    path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_text(text)
     return stale
 

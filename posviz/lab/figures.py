@@ -48,10 +48,10 @@ _LABELS = {
     "learned": N_("learned"),
     "shaw": N_("Shaw (relative k/v)"),
     "t5": N_("T5 bias"),
-    "rope": "RoPE",
+    "rope": N_("RoPE"),
     "rope-pi": N_("RoPE + position interpolation"),
     "rope-ntk": N_("RoPE + NTK-aware base"),
-    "alibi": "ALiBi",
+    "alibi": N_("ALiBi"),
 }
 _PAPER_SET = ("sinusoidal", "rope", "t5", "alibi")  # the ALiBi paper's Figure 1
 

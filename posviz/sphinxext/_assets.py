@@ -212,14 +212,7 @@ def _language_switch(app: Sphinx, pagename: str) -> str:
             f'hreflang="{tag}" lang="{tag}">{name}</a>'
         )
     label = "Language / 语言"
-    note = ""
-    if current != "en":
-        # Colab and Binder open the English notebook (the same code): said on every translated page.
-        note = (
-            '<span class="posviz-language-note">在 Colab 或 Binder 中打开的是英文笔记本（代码相同）；'
-            '在其中运行 <code>posviz.set_language("zh_CN")</code>，图表即显示中文。</span>'
-        )
-    return f'<nav class="posviz-language" aria-label="{label}">{" ".join(links)}{note}</nav>'
+    return f'<nav class="posviz-language" aria-label="{label}">{" ".join(links)}</nav>'
 
 
 def _alternate_links(app: Sphinx, pagename: str) -> str:
@@ -252,6 +245,28 @@ def _translate_toc_captions(app: Sphinx, doctree: nodes.document) -> None:
     if has_catalog:
         for node in toctrees:
             node["caption"] = catalog.gettext(node["caption"])
+
+
+def _theme_words(app: Sphinx) -> None:
+    """The words the book's theme leaves untranslated in a translated edition ("Live Code",
+    "Color mode", "Table of contents" ...), from posviz's ``theme.po``: compiled and added behind
+    the themes' own catalogs (Sphinx's message catalogs fall back in the order they are added)."""
+    language = (app.config.language or "en").replace("-", "_")
+    source = Path(posviz.__file__).parent / "locale" / language / "LC_MESSAGES" / "theme.po"
+    if language == "en" or not source.exists():
+        return
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
+    target = Path(app.doctreedir).parent / "posviz-locale"
+    mo = target / language / "LC_MESSAGES"
+    mo.mkdir(parents=True, exist_ok=True)
+    with source.open("rb") as f:
+        catalog = read_po(f, locale=language)
+    for domain in ("booktheme", "sphinx"):  # sphinx-book-theme's, and pydata-sphinx-theme's and Sphinx's
+        with (mo / f"{domain}.mo").open("wb") as f:
+            write_mo(f, catalog)
+        app.add_message_catalog(domain, str(target))
 
 
 def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
@@ -407,6 +422,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("config-inited", _set_mathjax_path)
     app.connect("config-inited", _theme_templates)
     app.connect("builder-inited", _copy_assets)
+    app.connect("builder-inited", _theme_words)
     app.connect("html-page-context", _page_context)
     app.connect("doctree-read", _translate_toc_captions, priority=400)  # before the toctree collector
     app.connect("missing-reference", _resolve_public_name)
