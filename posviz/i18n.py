@@ -232,18 +232,28 @@ def translate_text(english: str, language: str, record: Mapping[str, Any]) -> st
 
 
 def _translated_record(record: Mapping[str, Any], language: str) -> dict[str, str]:
-    """English string -> its translation, for every recorded message that has one."""
-    out: dict[str, str] = {}
-    for english, (msgid, fields) in record.items():
-        fields = {k: (translate(v, language) if isinstance(v, str) else v) for k, v in fields.items()}
-        fields = {k: (out.get(v, v) if isinstance(v, str) else v) for k, v in fields.items()}
+    """English string -> its translation, for every recorded message that has one.
+
+    A field may itself be a recorded message (``tr("Head {h}: {head}", head=tr("no bias"))``):
+    it is translated first, whatever order the record comes in (a cached output sorts its keys).
+    """
+    done: dict[str, str] = {}
+
+    def text_of(english: str, depth: int = 0) -> str:
+        if english in done:
+            return done[english]
+        if english not in record or depth > 8:
+            return translate(english, language)
+        msgid, fields = record[english]
+        fields = {k: (text_of(v, depth + 1) if isinstance(v, str) else v) for k, v in fields.items()}
         try:
             text = translate(msgid, language, **fields)
         except (KeyError, IndexError, ValueError):  # a translation that lost a field: keep English
             text = english
-        if text != english:
-            out[english] = text
-    return out
+        done[english] = text
+        return text
+
+    return {english: text for english in record if (text := text_of(english)) != english}
 
 
 def translate_figure(figure: dict[str, Any], language: str) -> dict[str, Any]:
@@ -263,6 +273,7 @@ def translate_figure(figure: dict[str, Any], language: str) -> dict[str, Any]:
     table = _translated_record(record, _normalise(language))
     if not table:
         return figure
+
     # a message is replaced only as a whole run of words: not where the text goes on with a letter
     # or digit right before or after an end of it that is itself a letter or digit
     def edge(key: str) -> str:

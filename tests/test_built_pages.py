@@ -64,7 +64,8 @@ SKIP = (
 )
 NAMES = re.compile(
     r"^(?:RoPE|ALiBi|NoPE|T5|Shaw|Transformer-XL|BERT[\w-]*|GPT[\w.-]*|PI|NTK|YaRN|xPos|LLaMA|PyTorch|"
-    r"Hugging|Face|posviz|et|al|Colab|Binder|JupyterLab|English|Python|softmax|max_len|[A-Za-z]|\W+)$"
+    r"Hugging|Face|posviz|et|al|Colab|Binder|JupyterLab|English|Python|softmax|max_len|transformers|torch|"
+    r"rotary-embedding-torch|x-transformers|eager|DistilBERT|[A-Za-z]|\W+)$"
 )
 
 

@@ -143,3 +143,54 @@ def test_every_label_of_a_chapter_figure_is_in_chinese(chapter: str) -> None:
     ]
     assert not left, f"{chapter}: English labels left in the Chinese figure: {sorted(set(left))[:5]}"
     assert any(re.search(r"[\u4e00-\u9fff]", t) for t in _texts(zh))
+
+
+def _explorers():
+    from posviz.learned import WindowMaxConfig
+    from posviz.widgets.alibi import alibi_explorer
+    from posviz.widgets.attention import attention_explorer
+    from posviz.widgets.learned import learned_explorer
+    from posviz.widgets.relative import relative_explorer
+    from posviz.widgets.rope import rope_explorer
+    from posviz.widgets.sinusoidal import sinusoidal_explorer
+
+    small = WindowMaxConfig(steps=20, checkpoints=(0, 10, 20), probe=16)  # as tests/test_widgets_learned.py
+    return {
+        "alibi": alibi_explorer,
+        "attention": attention_explorer,
+        "learned": lambda: learned_explorer(max_lens=(8, 12), dims=(4, 6), seeds=(0,), config=small, max_len=12, dim=6),
+        "relative": relative_explorer,
+        "rope": rope_explorer,
+        "sinusoidal": sinusoidal_explorer,
+    }
+
+
+@pytest.mark.parametrize("chapter", list(_explorers()))
+def test_explorers_speak_chinese_after_set_language(chapter: str) -> None:
+    """What a Chinese notebook's setup cell does (posviz.set_language("zh_CN")): the explorer's
+    controls and its figure's titles are drawn in Chinese."""
+    set_language("zh_CN")
+    box = _explorers()[chapter]()
+    descriptions = [c.description for c in box.controls.values()]
+    assert any(re.search(r"[\u4e00-\u9fff]", d) for d in descriptions), descriptions
+    texts = list(_texts(box.figure.to_dict()))
+    assert any(re.search(r"[\u4e00-\u9fff]", t) for t in texts), texts[:10]
+
+
+@translatable
+def _nested(h: int) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(title=tr("Head {h}: {head}", h=h, head=tr("decay {value:g} per bucket", value=0.5)))
+    return fig
+
+
+def test_a_nested_message_is_translated_from_a_cached_output_with_sorted_keys() -> None:
+    """The execution cache sorts a figure's keys: the outer message ("Head …") then comes before
+    the one in its field ("decay …"); both are translated all the same."""
+    import json
+
+    cached = json.loads(json.dumps(_nested(3).to_dict(), sort_keys=True))
+    title = translate_figure(cached, "zh_CN")["layout"]["title"]["text"]
+    set_language("zh_CN")
+    assert title == _nested.__wrapped__(3).layout.title.text
+    assert not re.search("[A-Za-z]{3,}", title), title

@@ -124,6 +124,18 @@ def test_launch_buttons_point_at_the_chapter_notebook(name):
     assert (ROOT / "book" / f"{name}.ipynb").exists()
 
 
+@pytest.mark.skipif(not (SITE / "zh").exists(), reason="the Chinese edition is not built (make book)")
+@pytest.mark.parametrize("name", chapter_names())
+def test_chinese_pages_launch_the_chinese_notebook(name):
+    repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
+    org_repo = re.sub(r"^https://github.com/", "", repo["url"]).rstrip("/")
+    html = (SITE / "zh" / "book" / f"{name}.html").read_text()
+    links = set(re.findall(r'href="(https://(?:colab\.research\.google\.com|mybinder\.org)[^"]+)"', html))
+    assert f"https://colab.research.google.com/github/{org_repo}/blob/{repo['branch']}/zh/book/{name}.ipynb" in links
+    assert f"https://mybinder.org/v2/gh/{org_repo}/{repo['branch']}?urlpath=lab/tree/zh/book/{name}.ipynb" in links
+    assert (ROOT / "zh" / "book" / f"{name}.ipynb").exists()
+
+
 def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
 

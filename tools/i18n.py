@@ -40,6 +40,7 @@ LANGUAGES = {"zh_CN": "zh"}  # language -> the edition's folder under _build/htm
 EDITION_CONFIG = {
     "zh_CN": {
         "html_title": "位置编码：交互式图解",
+        "author": "posviz 作者团队",
         "nb_code_prompt_show": "显示代码",
         "nb_code_prompt_hide": "隐藏代码",
         # launch buttons open zh/book/<chapter>.ipynb (tools/notebooks.py writes them)

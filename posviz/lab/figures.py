@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -96,6 +97,26 @@ def _errors(agg: dict) -> tuple[list, list]:
     return up, down
 
 
+# The one reason a method cannot run that the lab records (posviz.lab.model): as a message.
+_PAST_TABLE = re.compile(
+    r"length (\d+) is past the learned table: max_len=(\d+) has rows for positions 0\.\.(\d+) only "
+    r"\(a learned table cannot extrapolate\)"
+)
+
+
+def _reason(text: str | None) -> str:
+    match = _PAST_TABLE.fullmatch(text or "")
+    if not match:
+        return text or ""
+    return tr(
+        "length {length} is past the learned table: max_len={max_len} has rows for positions 0..{last} only "
+        "(a learned table cannot extrapolate)",
+        length=int(match[1]),
+        max_len=int(match[2]),
+        last=int(match[3]),
+    )
+
+
 def _hover(name: str, lengths: list[int], agg: dict, reasons: list, unit: str) -> list[str]:
     out = []
     for i, length in enumerate(lengths):
@@ -105,7 +126,7 @@ def _hover(name: str, lengths: list[int], agg: dict, reasons: list, unit: str) -
                     "{label}<br>L = {length}: cannot run<br>{value}",
                     label=_label(name),
                     length=length,
-                    value=reasons[i] or "",
+                    value=_reason(reasons[i]),
                 )
             )
             continue
@@ -178,7 +199,7 @@ def perplexity_figure(results: dict, *, methods: list[str] | None = None, log_y:
                 mode="lines+markers",
                 line={"color": _color(name), "dash": "dash" if m["trained_as"] != name else "solid"},
                 error_y={"type": "data", "array": up, "arrayminus": down, "visible": True, "thickness": 1},
-                hovertext=_hover(name, lengths, agg, reasons, "perplexity"),
+                hovertext=_hover(name, lengths, agg, reasons, tr("perplexity")),
                 hoverinfo="text",
             )
         )
@@ -498,7 +519,7 @@ def cost_figure(
             "text": tr(
                 "Cost per method on {device} ({threads})<br><sup>{subtitle}; inference batches "
                 "of {tokens} tokens</sup>",
-                device=device,
+                device={"cpu": "CPU", "cuda": "GPU"}.get(device, device),
                 threads=_threads(results),
                 subtitle=_subtitle(results),
                 tokens=tokens,

@@ -16,6 +16,8 @@ import plotly.graph_objects as go
 from plotly.basedatatypes import BaseTraceType
 from plotly.utils import PlotlyJSONEncoder
 
+from ..i18n import tr
+
 Traces = Sequence[BaseTraceType]
 Step = tuple[str, Traces | Callable[[], Traces]] | tuple[str, Traces | Callable[[], Traces], Mapping[str, Any]]
 """``(label, traces)`` or ``(label, traces, layout_update)``; ``traces`` may be a zero-argument
@@ -99,7 +101,7 @@ def slider_figure(
             {
                 "active": active,
                 "steps": slider_steps,
-                "currentvalue": {"prefix": f"{slider_label}: "},
+                "currentvalue": {"prefix": tr("{label}: ", label=slider_label)},
                 "pad": {"t": 40},
             }
         ]

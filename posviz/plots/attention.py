@@ -358,12 +358,12 @@ def permutation_figure(
                     yaxis="y3",
                     coloraxis="coloraxis2",
                     text=row_text,
-                    hovertemplate="%{text}<br>output dim %{x}: difference %{z:.2e}<extra></extra>",
+                    hovertemplate=tr("%{text}<br>output dim %{x}: difference %{z:.2e}<extra></extra>"),
                 ),
             ]
         numbers = " · ".join(
             f"{name} {gap:.1e}" if gap < 1e-3 else f"{name} {gap:.2f}"
-            for name, gap in zip(("none", "sinusoidal", "RoPE", "ALiBi"), gaps)
+            for name, gap in zip((tr("no position"), tr("sinusoidal"), "RoPE", "ALiBi"), gaps)
         )
         title = tr(
             "shuffled: “{join}”<br><span style='font-size:12px'>max |o′<sub>m</sub> − "

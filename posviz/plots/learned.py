@@ -89,8 +89,10 @@ def learned_cost_figure(
         marker={"size": 10, "color": "#d62728", "symbol": "diamond"},
         name=tr("published tables"),
         customdata=[[d, _count(n)] for (_, _, d, _), n in zip(KNOWN_TABLES, known)],
-        hovertemplate="%{text}<br>L<sub>max</sub> = %{x:,}, d = %{customdata[0]:,}"
-        "<br>%{y:,} parameters (%{customdata[1]})<extra></extra>",
+        hovertemplate=tr(
+            "%{text}<br>L<sub>max</sub> = %{x:,}, d = %{customdata[0]:,}<br>%{y:,} parameters (%{customdata[1]})"
+            "<extra></extra>"
+        ),
     )
 
     def traces(d: int) -> list[go.Scatter]:

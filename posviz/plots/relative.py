@@ -464,17 +464,18 @@ def t5_attention_figure(length: int = 32, num_heads: int = 8, head_dim: int = 16
 def format_cost_table(rows: Sequence[dict[str, float]]) -> str:
     """Text table of :func:`posviz.relative.relative_attention_cost` rows (ms), machine named."""
     threads = rows[0].get("threads", torch.get_num_threads()) if rows else torch.get_num_threads()
+    machine = platform.processor() or platform.machine()
     lines = [
-        tr(
-            "machine: {machine}, torch {version}, 1 CPU thread"
-            if threads == 1
-            else "machine: {machine}, torch {version}, {threads} CPU threads",
-            machine=platform.processor() or platform.machine(),
+        tr("machine: {machine}, torch {version}, 1 CPU thread", machine=machine, version=torch.__version__)
+        if threads == 1
+        else tr(
+            "machine: {machine}, torch {version}, {threads} CPU threads",
+            machine=machine,
             version=torch.__version__,
             threads=int(threads),
         ),
         f"{'L':>6} {tr('plain (ms)'):>11} {tr('Shaw (ms)'):>10} {tr('T5 bias (ms)'):>13} "
-        "{'Shaw/plain':>11} {'T5/plain':>9}",
+        f"{'Shaw/plain':>11} {'T5/plain':>9}",
     ]
     for row in rows:
         plain, shaw, t5 = (1000 * row[key] for key in ("plain", "shaw", "t5"))

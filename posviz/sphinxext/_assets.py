@@ -247,11 +247,11 @@ def _translate_toc_captions(app: Sphinx, doctree: nodes.document) -> None:
             node["caption"] = catalog.gettext(node["caption"])
 
 
-def _theme_words(app: Sphinx) -> None:
+def _theme_words(app: Sphinx, config: Config) -> None:
     """The words the book's theme leaves untranslated in a translated edition ("Live Code",
     "Color mode", "Table of contents" ...), from posviz's ``theme.po``: compiled and added behind
     the themes' own catalogs (Sphinx's message catalogs fall back in the order they are added)."""
-    language = (app.config.language or "en").replace("-", "_")
+    language = (config.language or "en").replace("-", "_")
     source = Path(posviz.__file__).parent / "locale" / language / "LC_MESSAGES" / "theme.po"
     if language == "en" or not source.exists():
         return
@@ -269,6 +269,26 @@ def _theme_words(app: Sphinx) -> None:
         app.add_message_catalog(domain, str(target))
 
 
+# A word the theme's own Chinese catalog gets wrong for Simplified Chinese (a Taiwan usage).
+_THEME_FIXES = {"zh_CN": {"列印成 PDF": "打印为 PDF"}}
+
+
+def _fix_theme_words(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+    fixes = _THEME_FIXES.get((app.config.language or "en").replace("-", "_"))
+    if not fixes:
+        return
+
+    def fix(buttons: list) -> None:
+        for button in buttons:
+            if isinstance(button, dict):
+                for key in ("tooltip", "text", "label"):
+                    if button.get(key) in fixes:
+                        button[key] = fixes[button[key]]
+                fix(button.get("buttons") or [])
+
+    fix(context.get("header_buttons") or [])
+
+
 def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
     """Load plotly.js (synchronously, before the figures' inline scripts) on pages with a figure.
 
@@ -280,7 +300,7 @@ def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict[s
     (axe: aria-required-children). Each entry becomes a ``listitem``.
     """
     body = context.get("body", "")
-    if body and app.builder.format == "html":
+    if body and getattr(app.builder, "format", None) == "html":
         context["body"] = body = _language_switch(app, pagename) + body
         context["metatags"] = context.get("metatags", "") + _alternate_links(app, pagename)
     if _HIDDEN_CELL_LABEL in body:
@@ -422,8 +442,10 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("config-inited", _set_mathjax_path)
     app.connect("config-inited", _theme_templates)
     app.connect("builder-inited", _copy_assets)
-    app.connect("builder-inited", _theme_words)
+    # before the theme reads its words at config time (sphinx-book-theme's search box text)
+    app.connect("config-inited", _theme_words, priority=100)
     app.connect("html-page-context", _page_context)
+    app.connect("html-page-context", _fix_theme_words, priority=600)  # after the theme's buttons
     app.connect("doctree-read", _translate_toc_captions, priority=400)  # before the toctree collector
     app.connect("missing-reference", _resolve_public_name)
     app.connect("build-finished", _trim_icons)

@@ -295,12 +295,14 @@ def _compact(fig: dict[str, Any]) -> dict[str, Any]:
 
 
 def _text(value: Any) -> str:
-    """Plotly rich text as plain text: tags dropped, ``<br>`` as a space, entities decoded."""
+    """Plotly rich text as plain text: tags dropped, ``<br>`` as a space, a subscript written
+    ``L_max`` (not "L max"), entities decoded."""
     if isinstance(value, Mapping):
         value = value.get("text")
     if not isinstance(value, str):
         return ""
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", value.replace("<br>", " "))).split())
+    value = re.sub(r"<sub>(.*?)</sub>", r"_\1", value.replace("<br>", " "))
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", value)).split())
 
 
 _ESCAPED_SLASH = re.compile(r"(?<!\\)((?:\\\\)*)\\u002f")
@@ -390,7 +392,7 @@ def describe_figure(figure: Mapping[str, Any], language: str = "en") -> tuple[st
         if labels:
             parts.append(_t("Buttons: {labels}.", labels=_t(", ").join(labels)))
     name = title or head
-    return name, _t(" ").join(parts)
+    return name, "".join(_t("{sentence} ", sentence=part) for part in parts).strip()
 
 
 def plotly_html(figure: Mapping[str, Any], key: str = "", language: str = "en") -> str:
