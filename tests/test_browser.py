@@ -53,7 +53,7 @@ if not (SITE / "index.html").exists():
 PAGES = sorted(
     path.relative_to(SITE).as_posix()
     for path in SITE.rglob("*.html")
-    if not path.relative_to(SITE).parts[0].startswith("_")
+    if not any(part.startswith("_") for part in path.relative_to(SITE).parts)
 )
 
 
@@ -558,12 +558,12 @@ def test_language_switch_reaches_the_twin_page_and_back(browser: object, base_ur
     page = visit.page
     try:
         assert page.evaluate("() => document.documentElement.lang") == "en"
-        page.get_by_role("link", name="中文").first.click()
+        page.get_by_role("link", name="中文", exact=True).click()
         page.wait_for_url("**/zh/book/rope.html")
         assert page.evaluate("() => document.documentElement.lang") == "zh-CN"
         assert "旋转" in page.locator("h1").first.inner_text()
         page.screenshot(path=str(shots / "zh__switch.png"))
-        page.get_by_role("link", name="English").first.click()
+        page.get_by_role("link", name="English", exact=True).click()
         page.wait_for_url(lambda url: url.endswith("/book/rope.html") and "/zh/" not in url)
         assert not visit.failed and not visit.foreign
     finally:

@@ -204,7 +204,15 @@
       L["legend.y"] = moved && !column ? -0.22 : 1.02;
       L["legend.yanchor"] = moved && !column ? "top" : "bottom";
       L["legend.font.size"] = 10;
-      if (orig.layout("legend.title.text")) L["legend.title.side"] = "top"; // not beside the entries
+      if (orig.layout("legend.title.text")) {
+        L["legend.title.side"] = "top"; // not beside the entries
+        // a titled legend (the lab's methods) lists one entry per line: two of them side by side
+        // can be wider than a phone's plot, whatever the language
+        if (!column) {
+          L["legend.entrywidthmode"] = "fraction";
+          L["legend.entrywidth"] = 0.85;
+        }
+      }
     }
 
     // Horizontal bars with long category names: the names go inside the plot, above each bar.
