@@ -183,3 +183,7 @@ def test_chapters_run_in_a_fresh_environment(tmp_path):
         assert done.returncode == 0, f"{name}.ipynb failed in the fresh environment:\n{done.stderr[-3000:]}"
     shown = _run([py, "-m", "pip", "show", "posviz"], env=env).stdout
     assert "Version:" in shown, "the setup cell installed posviz from the wheel"
+    # the wheel carries the figure catalogs: what a Chinese notebook's setup cell switches on
+    probe = "import posviz, posviz.i18n as i; posviz.set_language('zh_CN'); print(i.tr('position p'))"
+    said = subprocess.run([py, "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert re.search(r"[\u4e00-\u9fff]", said.stdout), said.stdout
