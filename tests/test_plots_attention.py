@@ -144,7 +144,7 @@ def test_permutation_figure_differences_vanish_only_without_position() -> None:
             assert min(gaps[1:]) > 0.05
         shown = [f"{g:.1e}" if g < 1e-3 else f"{g:.2f}" for g in gaps]
         title = step.args[1]["title.text"]
-        assert f"none {shown[0]} · sinusoidal {shown[1]} · RoPE {shown[2]} · ALiBi {shown[3]}" in title
+        assert f"no position {shown[0]} · sinusoidal {shown[1]} · RoPE {shown[2]} · ALiBi {shown[3]}" in title
 
 
 def test_permutation_figure_is_deterministic() -> None:
