@@ -152,26 +152,29 @@ _JS = """
 var root=document.getElementById(%(id)s); if(!root||root.dataset.ready)return; root.dataset.ready="1";
 root.querySelectorAll("fieldset.self-check").forEach(function(q){
  var out=q.querySelector(".sc-feedback"), btn=q.querySelector("button.sc-check");
+ // sentences joined by a space, or by nothing after a full-width stop (Chinese: "正确。数值是 …")
+ function cat(){return Array.prototype.reduce.call(arguments,function(a,b){
+  return a+(/[\u3000-\u303f\uff00-\uffef]$/.test(a)?"":" ")+b;});}
  function say(ok,html){out.className="sc-feedback "+(ok?"correct":"incorrect");out.innerHTML=html;}
  btn.addEventListener("click",function(){
   if(q.dataset.kind==="choice"){
    var picked=q.querySelector("input[type=radio]:checked");
    if(!picked){say(false,%(pick)s);return;}
    var ok=picked.dataset.correct==="1";
-   say(ok,(ok?%(right)s:%(wrong)s)+" "+picked.parentNode.querySelector("template").innerHTML);
+   say(ok,cat(ok?%(right)s:%(wrong)s,picked.parentNode.querySelector("template").innerHTML));
   } else {
    var raw=q.querySelector("input[type=text]").value.trim().replace(/,/g,"").replace(/\\u2212/g,"-");
    var x=Number(raw);
    if(raw===""||!isFinite(x)){say(false,%(number)s);return;}
    var a=Number(q.dataset.answer), ok=Math.abs(x-a)<=Number(q.dataset.tol);
-   if(ok){say(true,%(right)s+" "+%(value)s.replace("{v}",q.dataset.shown)+" "+q.querySelector("template").innerHTML);}
-   else{say(false,%(wrong)s+" "+%(again)s);}
+   if(ok){say(true,cat(%(right)s,%(value)s.replace("{v}",q.dataset.shown),q.querySelector("template").innerHTML));}
+   else{say(false,cat(%(wrong)s,%(again)s));}
   }
  });
  var show=q.querySelector("button.sc-show");
  if(show){show.addEventListener("click",function(){
   out.className="sc-feedback shown";
-  out.innerHTML=%(value)s.replace("{v}",q.dataset.shown)+" "+q.querySelector("template").innerHTML;});}
+  out.innerHTML=cat(%(value)s.replace("{v}",q.dataset.shown),q.querySelector("template").innerHTML);});}
  q.querySelectorAll("input").forEach(function(i){i.addEventListener("keydown",function(e){
   if(e.key==="Enter"){e.preventDefault();btn.click();}});});
 });

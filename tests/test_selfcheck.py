@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from posviz.selfcheck import Choice, MultipleChoice, Numeric, self_check
+from posviz.selfcheck import Choice, MultipleChoice, Numeric, SelfCheck, self_check
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("POSVIZ_SITE", ROOT / "_build" / "html"))
@@ -178,6 +178,27 @@ def test_block_in_chromium_right_wrong_and_keyboard(browser, tmp_path):
     for i in range(questions.count()):
         _answer_by_keyboard(page, page.locator("fieldset.self-check").nth(i))
     assert not errors and not outside
+    page.close()
+
+
+def test_feedback_sentences_are_joined_as_the_language_writes_them(browser, tmp_path):
+    """English sentences get a space between them; after a Chinese full stop there is none."""
+    zh = SelfCheck.from_json(_block().to_json(), "zh_CN")
+    page = browser.new_page()
+    cases = (
+        (_block(), "Right. The value is 0.125. m", "Not quite. Try"),
+        (zh, "正确。答案是 0.125。m", "不太对。再试"),
+    )
+    for block, right, wrong in cases:
+        (tmp_path / "p.html").write_text(f"<!doctype html><meta charset=utf-8><body>{block._repr_html_()}</body>")
+        page.goto((tmp_path / "p.html").as_uri())
+        q = page.locator("fieldset.self-check").nth(1)
+        q.locator("input[type=text]").fill("0.125")
+        q.locator("button.sc-check").click()
+        assert _feedback(q)[1].startswith(right), _feedback(q)[1]
+        q.locator("input[type=text]").fill("7")
+        q.locator("button.sc-check").click()
+        assert _feedback(q)[1].startswith(wrong), _feedback(q)[1]
     page.close()
 
 
