@@ -288,6 +288,30 @@ _PHONE_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(gd =>
         share: Math.min(...axes.map(a => a._length / width)),
         right: Math.max(box.right, ...[...gd.querySelectorAll('.main-svg')].map(s => s.getBoundingClientRect().right)),
         legendInside: !lb || (lb.left >= box.left - 1 && lb.right <= box.right + 1),
+        // the title and axis titles within the figure's width; the legend clear of all of them
+        cut: [...gd.querySelectorAll('.gtitle, .g-xtitle text, .g-x2title text, .g-x3title text')]
+            .map(t => [t.textContent, t.getBoundingClientRect()])
+            .filter(([, r]) => r.width && (r.left < box.left - 1 || r.right > box.right + 1)).map(([t]) => t),
+        legendOver: !lb ? [] : [...gd.querySelectorAll('.gtitle, [class^="g-"][class$="title"] text')]
+            .map(t => [t.textContent, t.getBoundingClientRect()])
+            .filter(([, r]) => r.width && r.left < lb.right && lb.left < r.right && r.top < lb.bottom - 2
+                && lb.top + 2 < r.bottom).map(([t]) => t)
+            .concat([...gd.querySelectorAll('.updatemenu-container > g')].map(m => m.getBoundingClientRect())
+                .filter(r => r.width && r.left < lb.right && lb.left < r.right && r.top < lb.bottom - 2
+                    && lb.top + 2 < r.bottom).map(() => 'buttons')),
+        // a slider's label clear of the x axis titles above it, its step labels within the figure
+        sliderOver: [...gd.querySelectorAll('.slider-container')].flatMap(s => {
+            const sb = s.getBoundingClientRect();
+            return [...gd.querySelectorAll('[class^="g-x"][class$="title"] text')]
+                .map(t => [t.textContent, t.getBoundingClientRect()])
+                .filter(([, r]) => r.width && r.left < sb.right && sb.left < r.right && r.bottom > sb.top + 2
+                    && r.top < sb.top).map(([t]) => t);
+        }),
+        buttonsCut: [...gd.querySelectorAll('.updatemenu-button')].map(b => [b.textContent, b.getBoundingClientRect()])
+            .filter(([, r]) => r.width && r.right > box.right + 1).map(([t]) => t),
+        stepsCut: [...gd.querySelectorAll('.slider-container .slider-labels text, .slider-labels text')]
+            .map(t => [t.textContent, t.getBoundingClientRect()])
+            .filter(([, r]) => r.width && r.right > box.right + 1).map(([t]) => t),
     };
 })"""
 # What the figure paints: its background and text colours, in the theme now in force.
@@ -374,6 +398,16 @@ def test_phone(page_path: str, browser: object, base_url: str, shots: Path) -> N
                 short.append(f"{figure['id']} sticks out to {figure['right']} px")
             if not figure["legendInside"]:
                 short.append(f"{figure['id']}: the legend sticks out")
+            if figure["cut"]:
+                short.append(f"{figure['id']}: titles wider than the figure: {figure['cut']}")
+            if figure["legendOver"]:
+                short.append(f"{figure['id']}: the legend covers {figure['legendOver']}")
+            if figure["sliderOver"]:
+                short.append(f"{figure['id']}: the slider's label covers {figure['sliderOver']}")
+            if figure["buttonsCut"]:
+                short.append(f"{figure['id']}: buttons cut at the right edge: {figure['buttonsCut']}")
+            if figure["stepsCut"]:
+                short.append(f"{figure['id']}: slider steps cut at the right edge: {figure['stepsCut']}")
         wide = visit.page.evaluate(
             "() => [...document.querySelectorAll('figure.posviz-figure')]"
             ".filter(f => f.getBoundingClientRect().right > window.innerWidth + 1).length"

@@ -195,6 +195,8 @@
     if (menuRoom) L["margin.t"] = (L["margin.t"] || tm || 80) + menuRoom;
 
     // Legends: above the plot, in rows, left-aligned (Plotly wraps a horizontal legend).
+    var legendRoom = 0;
+    var extraBottom = 0;
     if (orig.layout("showlegend") !== false) {
       // above the plot in rows; beside a column of buttons, one entry per line right of it;
       // below the x axis when menus moved out of the right margin took the room above
@@ -206,21 +208,32 @@
       L["legend.font.size"] = 10;
       if (orig.layout("legend.title.text")) {
         L["legend.title.side"] = "top"; // not beside the entries
-        // a titled legend (the lab's methods) lists one entry per line: two of them side by side
-        // can be wider than a phone's plot, whatever the language
+        // a titled legend (the lab's methods) lists one entry per line (two side by side can be
+        // wider than a phone's plot, whatever the language), at the foot of the figure under the
+        // x axis title, in room of its own: above the plot it climbed into the title
         if (!column) {
           L["legend.entrywidthmode"] = "fraction";
           L["legend.entrywidth"] = 0.85;
+          var entries = gd.data.filter(function (t) { return t.showlegend !== false && t.name; }).length;
+          legendRoom = 30 + 21 * entries; // (a Chinese line is taller)
+          L["legend.yref"] = "container";
+          L["legend.y"] = 0;
+          L["legend.yanchor"] = "bottom";
         }
       }
     }
 
-    // Horizontal bars with long category names: the names go inside the plot, above each bar.
-    gd.data.forEach(function (trace) {
+    // Horizontal bars with long category names: the names go inside the plot, above each bar, and
+    // each bar takes the lower part of its row so that its name and its value label stay clear
+    gd.data.forEach(function (trace, i) {
       if (trace.type !== "bar" || trace.orientation !== "h") return;
       var yk = axisKey(traceAxes(trace)[1]);
       L[yk + ".ticklabelposition"] = "inside top";
       L[yk + ".tickfont.size"] = 10;
+      if (orig.trace(i, "base") !== null || orig.trace(i, "offset") !== null) return;
+      var down = orig.layout(yk + ".autorange") === "reversed" ? 1 : -1; // the screen's down, in data
+      T[i]["width"] = 0.42;
+      T[i]["offset"] = down > 0 ? 0.04 : -0.46;
     });
 
     // Panels: group the x axes into columns by domain; stack the columns one above the other.
@@ -272,13 +285,14 @@
         var best = null;
         panels.forEach(function (p) {
           if (a.x < p.xd[0] - 0.02 || a.x > p.xd[1] + 0.02) return;
+          // the panel under it (square panels sit well below their titles on a wide page)
           var d = Math.abs(a.y - p.yd[1]);
-          if (d < 0.15 && (!best || d < best.d)) best = { p: p, d: d };
+          if (d < 0.5 && (!best || d < best.d)) best = { p: p, d: d };
         });
         if (!best) return;
         var p = best.p;
         L["annotations[" + i + "].x"] = p.xd[1] > p.xd[0] ? (a.x - p.xd[0]) / (p.xd[1] - p.xd[0]) : 0.5;
-        L["annotations[" + i + "].y"] = p.new[1] + (a.y - p.yd[1]);
+        L["annotations[" + i + "].y"] = p.new[1] + Math.min(a.y - p.yd[1], frac(8));
         L["annotations[" + i + "].font.size"] = 11;
       });
     }
@@ -349,6 +363,9 @@
       L["sliders[" + i + "].font.size"] = 9;
       L["sliders[" + i + "].currentvalue.font.size"] = 12;
       L["sliders[" + i + "].pad.t"] = 30;
+      // the last step's label is centred on the slider's end: leave it room to the right
+      var last = (s.steps || []).length ? String(s.steps[s.steps.length - 1].label || "") : "";
+      if (last) L["sliders[" + i + "].len"] = (s.len || 1) * (1 - Math.min(0.12, 0.02 + last.length * 0.012));
     });
     (orig.layout("updatemenus") || []).forEach(function (m, i) {
       L["updatemenus[" + i + "].font.size"] = 11;
@@ -363,7 +380,91 @@
         L["updatemenus[" + i + "].yanchor"] = "bottom";
       }
     });
+    // Titles wider than the phone wrap onto more lines instead of running off the edge.
+    var plotWidth = width - 48 - 12;
+    var family = orig.layout("font.family") || '"Open Sans", verdana, arial, sans-serif';
+    var extraTop = 0;
+    var title = orig.layout("title.text");
+    var titleLines = wrapText(title, (width - 24) * 0.92, 11, family); // (a margin for the font Plotly picks)
+    if (titleLines !== title) {
+      L["title.text"] = titleLines;
+      extraTop = 14 * (lineCount(titleLines) - lineCount(title));
+    }
+    var axisFont = Math.round(11 * 1.2); // Plotly's default axis title size for an 11 px font
+    axisNames(layout, "x").forEach(function (xk) {
+      var text = orig.layout(xk + ".title.text");
+      var wrapped = wrapText(text, plotWidth * 0.92, orig.layout(xk + ".title.font.size") || axisFont, family);
+      if (wrapped === text) return;
+      L[xk + ".title.text"] = wrapped;
+      extraBottom = Math.max(extraBottom, 16 * (lineCount(wrapped) - lineCount(text)));
+    });
+    if (extraTop) {
+      L["margin.t"] = (L["margin.t"] || tm || 80) + extraTop;
+      L["height"] = (L["height"] || height) + extraTop;
+    }
+    if (legendRoom || extraBottom) {
+      var mb0 = L["margin.b"] !== undefined ? L["margin.b"] : orig.layout("margin.b");
+      L["margin.b"] = (mb0 === null ? 80 : mb0) + legendRoom + extraBottom;
+      L["height"] = (L["height"] || height) + legendRoom + extraBottom;
+    }
     return { layout: L, traces: T };
+  }
+
+  function lineCount(text) {
+    return typeof text === "string" ? text.split(/<br\s*\/?>/i).length : 0;
+  }
+
+  /* ``text`` broken with <br> into lines at most ``maxPx`` wide (unchanged if every line fits). A
+     line wrapped whole in <sup>, <sub> or <span style> keeps that tag on each of its pieces; breaks
+     fall after a space or a Chinese punctuation mark, else between two Chinese characters, never
+     inside a tag or an inline element. */
+  var measureCtx = null;
+  function wrapText(text, maxPx, fontPx, family) {
+    if (typeof text !== "string" || !text) return text;
+    if (!measureCtx) measureCtx = document.createElement("canvas").getContext("2d");
+    var lines = text.split(/<br\s*\/?>/i);
+    var out = lines.map(function (line) {
+      var m = /^<(sup|sub|span)([^>]*)>(.*)<\/\1>$/i.exec(line);
+      if (!m) return breakLine(line, maxPx, fontPx, family).join("<br>");
+      var size = /font-size:\s*(\d+(?:\.\d+)?)px/i.exec(m[2]);
+      var px = size ? +size[1] : m[1].toLowerCase() === "span" ? fontPx : fontPx * 0.7;
+      return breakLine(m[3], maxPx, px, family)
+        .map(function (piece) { return "<" + m[1] + m[2] + ">" + piece + "</" + m[1] + ">"; })
+        .join("<br>");
+    });
+    var joined = out.join("<br>");
+    return lineCount(joined) === lines.length ? text : joined;
+  }
+
+  function breakLine(line, maxPx, px, family) {
+    measureCtx.font = px + "px " + family;
+    var width = function (s) { return measureCtx.measureText(s.replace(/<[^>]+>/g, "")).width; };
+    var pieces = [];
+    var rest = line;
+    while (width(rest) > maxPx && pieces.length < 4) {
+      // where a break may fall: outside tags and inline elements (depth 0)
+      var soft = [], hard = [], depth = 0, inTag = false;
+      for (var i = 1; i < rest.length; i++) {
+        var c = rest.charAt(i - 1);
+        if (c === "<") { inTag = true; depth += rest.charAt(i) === "/" ? -1 : 1; }
+        if (c === ">") { inTag = false; continue; }
+        if (inTag || depth > 0 || rest.charAt(i) === "<" && rest.charAt(i + 1) === "/") continue;
+        if (/\s/.test(rest.charAt(i)) || /[，；：、。）,;:)]/.test(c) || /[（(]/.test(rest.charAt(i))) soft.push(i);
+        else if (/[\u3400-\u9fff]/.test(c) || /[\u3400-\u9fff]/.test(rest.charAt(i))) hard.push(i);
+      }
+      var fit = function (cuts) {
+        var best = -1;
+        cuts.forEach(function (k) { if (width(rest.slice(0, k)) <= maxPx) best = Math.max(best, k); });
+        return best;
+      };
+      var cut = fit(soft);
+      if (cut < rest.length / 4) cut = Math.max(cut, fit(hard));
+      if (cut <= 0) break; // nowhere to break: leave it to Plotly
+      pieces.push(rest.slice(0, cut).replace(/\s+$/, ""));
+      rest = rest.slice(cut).replace(/^\s+/, "");
+    }
+    pieces.push(rest);
+    return pieces;
   }
 
   /* Black or a dark grey (relative luminance < 0.12): unreadable on the dark background. */
@@ -537,6 +638,8 @@
       if (!("height" in undo.layout)) undo.layout.height = copy(get(gd.layout, "height"));
       var panels = Math.max(1, Math.round(1 / Math.max(0.05, (fl.yaxis && fl.yaxis.domain ? fl.yaxis.domain[1] - fl.yaxis.domain[0] : 1))));
       return Plotly.relayout(gd, { height: Math.round(fl.height + short * Math.min(panels, 4)) });
+    }).then(function () {
+      return narrow && settle(gd, undo);
     }).catch(function (err) {
       console.error("posviz figures.js:", err);
     }).then(function () {
@@ -546,6 +649,83 @@
         outer.style.height = gd._fullLayout.height + "px";
       }
     });
+  }
+
+  /* What only the drawn figure shows, on a phone: a legend on top of the buttons goes to the foot of
+     the figure; a legend above the plot grows upwards as it wraps and Plotly makes room for it but
+     not for a title pinned to the top (the plot moves down by the overlap); a slider's label on top
+     of the x axis title moves down. One relayout each, where needed. */
+  function settle(gd, undo) {
+    var box = function (el) { return el ? el.getBoundingClientRect() : null; };
+    var meets = function (a, b, gap) {
+      return a && b && a.width && b.width && a.left < b.right && b.left < a.right &&
+        a.top < b.bottom + gap && b.top < a.bottom + gap;
+    };
+    var keep = function (keys) {
+      keys.forEach(function (k) {
+        if (!(k in undo.layout)) undo.layout[k] = copy(get(gd.layout, k));
+      });
+    };
+    var step = function () {
+      var fl = gd._fullLayout;
+      if (!fl) return null;
+      var right = gd.getBoundingClientRect().right;
+      var rows = [].slice.call(gd.querySelectorAll(".updatemenu-container > g"));
+      for (var r = 0; r < rows.length && fl.updatemenus; r++) {
+        var m = fl.updatemenus[r];
+        var row = box(rows[r]);
+        if (!m || m.type !== "buttons" || m.direction !== "right" || !row || row.right <= right + 1) continue;
+        // a row of buttons wider than the phone (long labels): a column at the left edge
+        var room = (m.buttons || []).length * 36;
+        var k = "updatemenus[" + r + "].";
+        keep([k + "direction", k + "x", k + "xanchor", "margin.t", "height"]);
+        var upd = { "margin.t": Math.max(fl.margin.t, fl._size.t) + room, height: fl.height + room };
+        upd[k + "direction"] = "down";
+        upd[k + "x"] = 0;
+        upd[k + "xanchor"] = "left";
+        return Plotly.relayout(gd, upd);
+      }
+      var legend = box(gd.querySelector(".legend"));
+      var menus = [].slice.call(gd.querySelectorAll(".updatemenu-container > g")).map(box);
+      if (legend && fl.legend && fl.legend.yref !== "container" && menus.some(function (m) { return meets(legend, m, 0); })) {
+        var room = Math.ceil(legend.height) + 12;
+        keep(["legend.xref", "legend.x", "legend.yref", "legend.y", "legend.yanchor", "margin.b", "height"]);
+        return Plotly.relayout(gd, {
+          "legend.xref": "container", "legend.x": 0, // the figure's whole width, not the plot's
+          "legend.yref": "container", "legend.y": 0, "legend.yanchor": "bottom",
+          "margin.b": Math.max(fl.margin.b, fl._size.b) + room, height: fl.height + room,
+        });
+      }
+      var title = box(gd.querySelector(".gtitle"));
+      if (meets(legend, title, 6) && title.bottom + 6 > legend.top) {
+        var overlap = Math.ceil(title.bottom + 6 - legend.top);
+        keep(["margin.t", "height"]);
+        return Plotly.relayout(gd, { "margin.t": Math.max(fl.margin.t, fl._size.t) + overlap, height: fl.height + overlap });
+      }
+      var sliders = [].slice.call(gd.querySelectorAll(".slider-container"));
+      var below = [].slice.call(gd.querySelectorAll('[class^="g-x"][class$="title"] text')).map(box);
+      for (var i = 0; i < sliders.length; i++) {
+        var sb = box(sliders[i]);
+        var shift = 0;
+        below.forEach(function (b) {
+          if (meets(b, sb, 0) && b.top < sb.top + 8) shift = Math.max(shift, Math.ceil(b.bottom + 6 - sb.top));
+        });
+        if (shift > 0 && fl.sliders && fl.sliders[i]) {
+          var k = "sliders[" + i + "].pad.t";
+          keep([k, "margin.b", "height"]);
+          var upd = { "margin.b": Math.max(fl.margin.b, fl._size.b) + shift, height: fl.height + shift };
+          upd[k] = (fl.sliders[i].pad.t || 0) + shift;
+          return Plotly.relayout(gd, upd);
+        }
+      }
+      return null;
+    };
+    var rounds = 0;
+    var loop = function () {
+      var done = rounds++ < 4 ? step() : null;
+      return done ? Promise.resolve(done).then(loop) : null;
+    };
+    return loop();
   }
 
   function adaptAll() {
