@@ -107,6 +107,8 @@ def test_the_english_prose_check_sees_english() -> None:
 def test_chinese_pages_declare_their_language_and_link_their_twin(page: Path) -> None:
     text = page.read_text(encoding="utf-8")
     assert '<html lang="zh-CN"' in text
+    # words that scripts write into the page: the solutions' show/hide hints
+    assert "toggleHintShow = '点击显示'" in text and "Click to" not in text
     twin = SITE / page.relative_to(SITE / "zh")
     assert twin.exists()
     assert f'href="../../{page.relative_to(SITE / "zh").as_posix()}" hreflang="en"' in text

@@ -267,6 +267,11 @@ def _theme_words(app: Sphinx, config: Config) -> None:
         with (mo / f"{domain}.mo").open("wb") as f:
             write_mo(f, catalog)
         app.add_message_catalog(domain, str(target))
+    # sphinx-togglebutton translates its hints when it is set up, before the language is known
+    for name, english in (("togglebutton_hint", "Click to show"), ("togglebutton_hint_hide", "Click to hide")):
+        message = catalog.get(english)
+        if getattr(config, name, None) == english and message is not None and message.string:
+            setattr(config, name, message.string)
 
 
 # A word the theme's own Chinese catalog gets wrong for Simplified Chinese (a Taiwan usage).
