@@ -554,6 +554,40 @@ def test_slider_and_view_buttons_are_independent(browser: object) -> None:
         context.close()
 
 
+def test_phone_titles_wrap_with_each_slider_step_and_come_back_whole(browser: object) -> None:
+    """On a phone a long title wraps; a slider step's new title wraps too; on a wide screen the
+    title is the current step's own (not the one the page opened with)."""
+    import json
+
+    import plotly.graph_objects as go
+
+    from posviz.plots import slider_figure
+    from posviz.sphinxext import plotly_html
+
+    def title(k: int) -> str:
+        return f"step {k}: a title far too long to fit on one line of a phone, with words to spare {k}"
+
+    steps = [(str(k), [go.Scatter(y=[k, k])], {"title.text": title(k)}) for k in range(3)]
+    body = plotly_html(json.loads(slider_figure(steps, slider_label="k").to_json()))
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    try:
+        page = context.new_page()
+        viewport = '<head><meta name="viewport" content="width=device-width, initial-scale=1">'
+        page.set_content(_bare_page(body).replace("<head>", viewport, 1))  # a phone's own width
+        div_id = page.locator(".plotly-graph-div").get_attribute("id")
+        page.wait_for_function("id => document.getElementById(id).dataset.posvizReady", arg=div_id)
+        shown = f"() => document.getElementById('{div_id}').layout.title.text"
+        assert "<br>" in page.evaluate(shown) and page.evaluate(shown).replace("<br>", " ") == title(0)
+        _move_slider(page, div_id, 2, 3)
+        page.wait_for_function(f"() => ({shown})().startsWith('step 2') && ({shown})().includes('<br>')")
+        assert page.evaluate(shown).replace("<br>", " ") == title(2)
+        page.set_viewport_size({"width": 1280, "height": 900})
+        page.wait_for_function(f"() => !({shown})().includes('<br>')")
+        assert page.evaluate(shown) == title(2)
+    finally:
+        context.close()
+
+
 def _bare_page(body: str) -> str:
     """``body`` in a page with only the book's plotly.js and page script (figures.js)."""
     from posviz.sphinxext._assets import PLOTLY_JS_DEFAULT, _figures_js

@@ -380,23 +380,13 @@
         L["updatemenus[" + i + "].yanchor"] = "bottom";
       }
     });
-    // Titles wider than the phone wrap onto more lines instead of running off the edge.
-    var plotWidth = width - 48 - 12;
-    var family = orig.layout("font.family") || '"Open Sans", verdana, arial, sans-serif';
+    // Titles wider than the phone wrap (wrapTitles, after every update: a slider step may set a
+    // new title); the margins make room for the extra lines of the first state's titles.
     var extraTop = 0;
-    var title = orig.layout("title.text");
-    var titleLines = wrapText(title, (width - 24) * 0.92, 11, family); // (a margin for the font Plotly picks)
-    if (titleLines !== title) {
-      L["title.text"] = titleLines;
-      extraTop = 14 * (lineCount(titleLines) - lineCount(title));
-    }
-    var axisFont = Math.round(11 * 1.2); // Plotly's default axis title size for an 11 px font
-    axisNames(layout, "x").forEach(function (xk) {
-      var text = orig.layout(xk + ".title.text");
-      var wrapped = wrapText(text, plotWidth * 0.92, orig.layout(xk + ".title.font.size") || axisFont, family);
-      if (wrapped === text) return;
-      L[xk + ".title.text"] = wrapped;
-      extraBottom = Math.max(extraBottom, 16 * (lineCount(wrapped) - lineCount(text)));
+    wrappedTitles(gd, width).forEach(function (w) {
+      var extra = lineCount(w.wrapped) - lineCount(w.text);
+      if (w.path === "title.text") extraTop = 14 * extra;
+      else extraBottom = Math.max(extraBottom, 16 * extra);
     });
     if (extraTop) {
       L["margin.t"] = (L["margin.t"] || tm || 80) + extraTop;
@@ -408,6 +398,48 @@
       L["height"] = (L["height"] || height) + legendRoom + extraBottom;
     }
     return { layout: L, traces: T };
+  }
+
+  /* The titles (figure and x axes) that do not fit a ``width`` px phone: [{path, text, wrapped}],
+     ``text`` being the title as the figure has it now, without the breaks wrapTitles added. */
+  function wrappedTitles(gd, width) {
+    var family = get(gd.layout, "font.family") || '"Open Sans", verdana, arial, sans-serif';
+    var made = (gd.__posviz && gd.__posviz.wrapped) || {};
+    var axisFont = Math.round(11 * 1.2); // Plotly's default axis title size for an 11 px font
+    var wanted = [["title.text", (width - 24) * 0.92, 11]]; // (0.92: a margin for the font Plotly picks)
+    axisNames(gd.layout, "x").forEach(function (xk) {
+      wanted.push([xk + ".title.text", (width - 60) * 0.92, get(gd.layout, xk + ".title.font.size") || axisFont]);
+    });
+    var out = [];
+    wanted.forEach(function (w) {
+      var now = get(gd.layout, w[0]);
+      var text = made[w[0]] && made[w[0]][0] === now ? made[w[0]][1] : now; // ours, or a new title
+      var wrapped = wrapText(text, w[1], w[2], family);
+      if (typeof text === "string" && wrapped !== text) out.push({ path: w[0], text: text, wrapped: wrapped });
+    });
+    return out;
+  }
+
+  /* Puts the wrapped titles in on a phone and the figure's own titles back on a wide screen; a
+     title a slider step replaced is wrapped afresh. Records {path: [wrapped, original]}. */
+  function wrapTitles(gd) {
+    var state = gd.__posviz;
+    if (!state || !gd.layout) return null;
+    var made = state.wrapped || {};
+    var width = containerWidth(gd);
+    var update = {};
+    var keep = {};
+    if (width > 0 && width < NARROW) {
+      wrappedTitles(gd, width).forEach(function (w) {
+        keep[w.path] = [w.wrapped, w.text];
+        if (get(gd.layout, w.path) !== w.wrapped) update[w.path] = w.wrapped;
+      });
+    }
+    Object.keys(made).forEach(function (path) { // no longer wanted: the original back, if still ours
+      if (!(path in keep) && get(gd.layout, path) === made[path][0]) update[path] = made[path][1];
+    });
+    state.wrapped = keep;
+    return Object.keys(update).length ? Plotly.relayout(gd, update) : null;
   }
 
   function lineCount(text) {
@@ -639,6 +671,8 @@
       var panels = Math.max(1, Math.round(1 / Math.max(0.05, (fl.yaxis && fl.yaxis.domain ? fl.yaxis.domain[1] - fl.yaxis.domain[0] : 1))));
       return Plotly.relayout(gd, { height: Math.round(fl.height + short * Math.min(panels, 4)) });
     }).then(function () {
+      return wrapTitles(gd);
+    }).then(function () {
       return narrow && settle(gd, undo);
     }).catch(function (err) {
       console.error("posviz figures.js:", err);
@@ -651,10 +685,11 @@
     });
   }
 
-  /* What only the drawn figure shows, on a phone: a legend on top of the buttons goes to the foot of
-     the figure; a legend above the plot grows upwards as it wraps and Plotly makes room for it but
-     not for a title pinned to the top (the plot moves down by the overlap); a slider's label on top
-     of the x axis title moves down. One relayout each, where needed. */
+  /* What only the drawn figure shows, on a phone: a row of buttons wider than the phone becomes a
+     column; a legend on top of the buttons goes to the foot of the figure; a legend above the plot
+     grows upwards as it wraps and Plotly makes room for it but not for a title pinned to the top
+     (the plot moves down by the overlap); a slider's label on top of the x axis title moves down.
+     One relayout each, where needed. */
   function settle(gd, undo) {
     var box = function (el) { return el ? el.getBoundingClientRect() : null; };
     var meets = function (a, b, gap) {
@@ -676,14 +711,14 @@
         var row = box(rows[r]);
         if (!m || m.type !== "buttons" || m.direction !== "right" || !row || row.right <= right + 1) continue;
         // a row of buttons wider than the phone (long labels): a column at the left edge
-        var room = (m.buttons || []).length * 36;
-        var k = "updatemenus[" + r + "].";
-        keep([k + "direction", k + "x", k + "xanchor", "margin.t", "height"]);
-        var upd = { "margin.t": Math.max(fl.margin.t, fl._size.t) + room, height: fl.height + room };
-        upd[k + "direction"] = "down";
-        upd[k + "x"] = 0;
-        upd[k + "xanchor"] = "left";
-        return Plotly.relayout(gd, upd);
+        var column = (m.buttons || []).length * 36;
+        var menu = "updatemenus[" + r + "].";
+        keep([menu + "direction", menu + "x", menu + "xanchor", "margin.t", "height"]);
+        var toColumn = { "margin.t": Math.max(fl.margin.t, fl._size.t) + column, height: fl.height + column };
+        toColumn[menu + "direction"] = "down";
+        toColumn[menu + "x"] = 0;
+        toColumn[menu + "xanchor"] = "left";
+        return Plotly.relayout(gd, toColumn);
       }
       var legend = box(gd.querySelector(".legend"));
       var menus = [].slice.call(gd.querySelectorAll(".updatemenu-container > g")).map(box);
@@ -753,6 +788,12 @@
       if (!el.__posviz) {
         el.__posviz = { layout: {}, traces: [], key: "wl" };
         figures.push(el);
+      }
+      if (el.on && !el.__posvizWraps) {
+        el.__posvizWraps = true;
+        // a slider step or a button sets a new title: wrapped again on a phone (Plotly.update
+        // fires plotly_update, the relayout that wraps fires plotly_relayout: no loop)
+        el.on("plotly_update", function () { wrapTitles(el); });
       }
       return Promise.resolve(adapt(el)).then(function () {
         el.dataset.posvizReady = "1";
