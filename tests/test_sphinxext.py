@@ -353,19 +353,3 @@ def test_hidden_code_cells_are_named_by_their_visible_text(tmp_path: Path, fake_
     context = {"body": body}
     _page_context(SimpleNamespace(builder=None), "p", "page.html", context, None)
     assert "aria-label" not in context["body"] and "<summary><p" in context["body"]
-
-
-def test_chinese_search_with_a_set_of_latin_terms_indexes_the_same_words() -> None:
-    """The faster Chinese search language stems and splits exactly as Sphinx's own."""
-    from sphinx.search.zh import SearchChinese
-
-    from posviz.sphinxext._assets import _search_chinese
-
-    text = "旋转位置编码 RoPE 把查询和键旋转 rotates q and k; ALiBi 的线性偏置 extrapolates, T5 buckets ids"
-    fast, slow = _search_chinese()({}), SearchChinese({})
-    slow.latin_terms = []  # Sphinx's list is a class attribute shared by every instance
-    words = [fast.split(text), slow.split(text)]
-    assert words[0] == words[1] and "旋转" in words[0]
-    assert [fast.stem(w) for w in words[0]] == [slow.stem(w) for w in words[1]]
-    # a seen Latin word that stemming would cut below three letters stays whole in both
-    assert fast.stem("ids") == slow.stem("ids") == "ids" != fast.stemmer.stemWord("ids")

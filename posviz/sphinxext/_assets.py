@@ -437,30 +437,6 @@ def _resolve_public_name(app: Sphinx, env: Any, node: Any, contnode: nodes.Eleme
     return domain.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], f"posviz.{name}", node, contnode)
 
 
-class _Terms(set):
-    """A set that takes ``extend``, standing in for the list Sphinx's Chinese search keeps."""
-
-    def extend(self, terms: Any) -> None:
-        self.update(terms)
-
-
-def _search_chinese() -> type:
-    """Sphinx's Chinese search language, with the Latin words it has seen kept in a set.
-
-    ``SearchChinese`` appends every Latin word of every page to one list and searches that list
-    for each word it stems: quadratic, a third of the Chinese edition's render time. A set gives
-    the same index (``tests/test_sphinxext.py`` compares them).
-    """
-    from sphinx.search.zh import SearchChinese
-
-    class SearchChineseFast(SearchChinese):
-        def init(self, options: dict[str, str]) -> None:
-            super().init(options)
-            self.latin_terms = _Terms()
-
-    return SearchChineseFast
-
-
 def setup(app: Sphinx) -> dict[str, Any]:
     """Register the extension (``sphinx: extra_extensions: [posviz.sphinxext]``)."""
     from ._glue import install
@@ -479,5 +455,4 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("missing-reference", _resolve_public_name)
     app.connect("build-finished", _trim_icons)
     app.connect("build-finished", _root_redirect, priority=400)  # before sphinx-external-toc's
-    app.add_search_language(_search_chinese())
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
