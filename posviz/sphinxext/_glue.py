@@ -21,7 +21,7 @@ from myst_nb.core.variables import RetrievalError, VariableOutput
 from myst_nb.ext.glue import directives, roles, utils
 
 from ..i18n import META_KEY, translate
-from ._mime import _edition_language
+from ._language import edition_language
 
 _original = utils.retrieve_glue_data
 
@@ -51,7 +51,7 @@ def retrieve_glue_data(document: nodes.document, key: str) -> VariableOutput:
         message = metadata.get(META_KEY)  # a phrase made by posviz.i18n.tr (posviz.book.glue)
         config = getattr(getattr(document.settings, "env", None), "config", None)
         if message and "text/plain" in data:
-            text = translate(message[0], _edition_language(getattr(config, "language", None)), **message[1])
+            text = translate(message[0], edition_language(getattr(config, "language", None)), **message[1])
             data["text/plain"] = repr(text)
         return VariableOutput(data=data, metadata=metadata, nb_renderer=None, vtype="glue")
 
