@@ -22,6 +22,7 @@ from ._validate import check_fits_in_memory, check_qk, check_real, check_tensor
 from .rope import apply_rope
 
 __all__ = ["attention", "attention_scores", "attention_weights", "causal_mask", "self_attention"]
+# masked_softmax, mask_scores and the check_* helpers are shared with posviz.relative (not exported)
 
 
 def causal_mask(query_len: int, key_len: int, *, device: torch.device | str | None = None) -> torch.Tensor:
@@ -34,7 +35,22 @@ def causal_mask(query_len: int, key_len: int, *, device: torch.device | str | No
     return torch.ones(query_len, key_len, dtype=torch.bool, device=device).triu_(1)
 
 
-def _check_bias(bias: object, q: torch.Tensor, k: torch.Tensor) -> tuple[tuple[int, ...], torch.Tensor | None]:
+def check_causal(causal: object) -> bool:
+    """``causal`` is a Python bool (a string such as ``"no"`` is truthy: it would mask the future)."""
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be True or False, got {causal!r} ({type(causal).__name__})")
+    return causal
+
+
+def check_inputs(q: object, k: object) -> tuple[torch.Tensor, torch.Tensor]:
+    """Queries and keys as :func:`posviz._validate.check_qk` wants them, with a head size ``d >= 1``."""
+    q, k = check_qk(q, k)
+    if q.shape[-1] == 0:
+        raise ValueError(f"q and k must have a head size d >= 1 (their last dim), got shapes {list(q.shape)}")
+    return q, k
+
+
+def check_bias(bias: object, q: torch.Tensor, k: torch.Tensor) -> tuple[tuple[int, ...], torch.Tensor | None]:
     """The scores' shape (with ``bias`` broadcast in) and the bias on the scores' device."""
     lq, lk = q.shape[-2], k.shape[-2]
     if bias is not None:
@@ -60,20 +76,36 @@ def _check_bias(bias: object, q: torch.Tensor, k: torch.Tensor) -> tuple[tuple[i
     return shape, bias
 
 
-def _scores(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    bias: torch.Tensor | None,
-    causal: bool,
-    scale: float | None,
-    shape: tuple[int, ...],
+def check_values(v: object, q: torch.Tensor, k: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    """Values ``[..., Lk, dv]``: one row per key, ``q``'s dtype and device, batch dims that broadcast
+    with the weights' (``shape``, from :func:`check_bias`)."""
+    v = check_tensor("v", v, min_dim=2, shape_hint="[..., Lk, dv]")
+    if v.shape[-2] != k.shape[-2]:
+        raise ValueError(f"v must have as many rows as k (keys), got v: {v.shape[-2]} and k: {k.shape[-2]}")
+    if v.dtype != q.dtype:
+        raise TypeError(f"v must have q's dtype {q.dtype}, got {v.dtype}; cast it with .to()")
+    if v.device != q.device:
+        raise ValueError(f"v must be on q's device {q.device}, got {v.device}; move it with .to()")
+    try:
+        torch.broadcast_shapes(shape[:-2], v.shape[:-2])
+    except RuntimeError as err:
+        raise ValueError(
+            f"v's batch dimensions {list(v.shape[:-2])} (v has shape {list(v.shape)}) do not broadcast "
+            f"with the weights' {list(shape[:-2])} (from q {list(q.shape)} and k {list(k.shape)}"
+            f" and the bias)"
+        ) from err
+    return v
+
+
+def mask_scores(
+    scores: torch.Tensor, bias: torch.Tensor | None, causal: bool, shape: tuple[int, ...]
 ) -> torch.Tensor:
-    lq, lk = q.shape[-2], k.shape[-2]
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else check_real("scale", scale)
-    check_fits_in_memory("attention map", shape, q.dtype, q.device, copies=3)
-    # in place where the shape allows: one [..., Lq, Lk] buffer instead of three (autograd-safe:
-    # neither matmul nor mul needs its output for the backward pass)
-    scores = torch.matmul(q, k.transpose(-2, -1)).mul_(scale)  # s q_m . k_n, [..., Lq, Lk]
+    r"""Add ``bias`` to the scores, or hide what a boolean ``bias`` hides, then the future if
+    ``causal``: :math:`s_{mn} + B_{mn}`, :math:`-\infty` where a mask is False or ``n > m``.
+
+    In place where the shape allows (``scores`` must be a fresh buffer, e.g. a matmul's output:
+    autograd-safe, since neither matmul nor mul needs its output for the backward pass).
+    """
     if bias is not None:
         if bias.dtype == torch.bool:  # PyTorch's sense, as scaled_dot_product_attention: True = may attend
             hidden = ~bias
@@ -86,8 +118,45 @@ def _scores(
             bias = bias.to(scores.dtype)
             scores = scores.add_(bias) if scores.shape == shape else scores + bias
     if causal:
-        scores = scores.masked_fill_(causal_mask(lq, lk, device=q.device), -math.inf)
+        scores = scores.masked_fill_(causal_mask(scores.shape[-2], scores.shape[-1], device=scores.device), -math.inf)
     return scores
+
+
+def masked_softmax(
+    scores: torch.Tensor, bias: torch.Tensor | None, causal: bool, shape: tuple[int, ...]
+) -> torch.Tensor:
+    r"""The one mask rule of every attention path in posviz (:func:`attention`,
+    :func:`attention_weights`, :func:`self_attention`, :class:`posviz.ShawRelativePosition`):
+    :func:`mask_scores`, then the softmax over the keys,
+
+    .. math:: a_{mn} = \operatorname{softmax}_n(s_{mn}), \qquad
+              a_{mn} = 0 \text{ for every } n \text{ when every } s_{mn} = -\infty .
+
+    A query whose every key is hidden (by a boolean mask, by ``causal``, by a :math:`-\infty`
+    float bias, or by several together) gets zero weights, hence a zero output, and zero
+    gradients, as ``torch.nn.functional.scaled_dot_product_attention`` gives, instead of softmax's
+    :math:`0/0` = NaN. A NaN score still gives NaN.
+    """
+    scores = mask_scores(scores, bias, causal, shape)
+    if scores.shape[-1] == 0:  # no keys at all: nothing to normalise
+        return torch.softmax(scores, dim=-1)
+    empty = scores.amax(dim=-1, keepdim=True) == -math.inf  # [..., Lq, 1]: no key left to attend to
+    if scores.device.type != "meta" and bool(empty.any()):  # meta tensors hold no values
+        scores = scores.masked_fill(empty, 0.0)  # finite: no NaN in the softmax nor in its gradient
+        return torch.softmax(scores, dim=-1).masked_fill(empty, 0.0)
+    return torch.softmax(scores, dim=-1)  # a_mn
+
+
+def _scores(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    scale: float | None,
+    shape: tuple[int, ...],
+) -> torch.Tensor:
+    """``s q_m . k_n``, ``[..., Lq, Lk]``, a fresh buffer for :func:`mask_scores`."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else check_real("scale", scale)
+    check_fits_in_memory("attention map", shape, q.dtype, q.device, copies=3)
+    return torch.matmul(q, k.transpose(-2, -1)).mul_(scale)  # s q_m . k_n, [..., Lq, Lk]
 
 
 def attention_scores(
@@ -116,23 +185,19 @@ def attention_scores(
             boolean mask in PyTorch's sense (``True`` = may attend; ``False`` gives
             :math:`-\infty`), as ``attn_mask`` of ``torch.nn.functional.scaled_dot_product_attention``;
             broadcasts to ``[..., Lq, Lk]``; moved to ``q``'s device if it is elsewhere.
-        causal: set the scores of future keys (``n > m``) to :math:`-\infty`.
+        causal: ``True`` or ``False``: set the scores of future keys (``n > m``) to :math:`-\infty`.
         scale: multiplier :math:`s` of :math:`q_m^\top k_n` (default :math:`1/\sqrt{d}`).
     """
-    q, k = check_qk(q, k)
-    shape, bias = _check_bias(bias, q, k)
-    return _scores(q, k, bias, causal, scale, shape)
+    q, k = check_inputs(q, k)
+    causal = check_causal(causal)
+    shape, bias = check_bias(bias, q, k)
+    return mask_scores(_scores(q, k, scale, shape), bias, causal, shape)
 
 
-def _weights(q: torch.Tensor, k: torch.Tensor, bias: object, causal: bool, scale: float | None) -> torch.Tensor:
-    shape, bias = _check_bias(bias, q, k)
-    weights = torch.softmax(_scores(q, k, bias, causal, scale, shape), dim=-1)  # a_mn
-    if bias is not None and bias.dtype == torch.bool:
-        # a row whose mask hides every key gets zero weights (and a zero output), as
-        # scaled_dot_product_attention does, instead of softmax's 0/0 = NaN
-        allowed = bias if not causal else bias & ~causal_mask(q.shape[-2], k.shape[-2], device=q.device)
-        weights = weights.masked_fill(~allowed.any(dim=-1, keepdim=True), 0.0)  # [..., Lq, 1]
-    return weights
+def _weights(q: torch.Tensor, k: torch.Tensor, bias: object, causal: object, scale: float | None) -> torch.Tensor:
+    causal = check_causal(causal)
+    shape, bias = check_bias(bias, q, k)
+    return masked_softmax(_scores(q, k, scale, shape), bias, causal, shape)  # a_mn
 
 
 def attention_weights(
@@ -148,9 +213,10 @@ def attention_weights(
     .. math:: a_{mn} = \operatorname{softmax}_n\big(s\, q_m^\top k_n + B_{mn}\big)
 
     The weights of :func:`attention`, for drawing an attention map without values. Arguments as
-    in :func:`attention_scores`. A row whose boolean mask hides every key is all zeros.
+    in :func:`attention_scores`. A row whose every key is hidden (by a boolean mask, ``causal``,
+    a :math:`-\infty` bias or several together) is all zeros (:func:`masked_softmax`).
     """
-    q, k = check_qk(q, k)
+    q, k = check_inputs(q, k)
     return _weights(q, k, bias, causal, scale)
 
 
@@ -179,24 +245,24 @@ def attention(
         q: queries; ``k`` and ``v`` must have its dtype and device.
         bias: a floating tensor added to the scaled scores (e.g. ALiBi's ``[heads, Lq, Lk]``), or a
             boolean mask in PyTorch's sense (``True`` = may attend), as SDPA's ``attn_mask``;
-            broadcasts to ``[..., Lq, Lk]``; moved to ``q``'s device if it is elsewhere. A row
-            whose mask hides every key gets zero weights and a zero output, as in SDPA.
-        causal: mask future keys: query ``m`` sees keys ``0..m`` (top-left aligned, as
-            ``torch.nn.functional.scaled_dot_product_attention(is_causal=True)``).
+            broadcasts to ``[..., Lq, Lk]``; moved to ``q``'s device if it is elsewhere.
+        causal: ``True`` or ``False``: mask future keys: query ``m`` sees keys ``0..m`` (top-left
+            aligned, as ``torch.nn.functional.scaled_dot_product_attention(is_causal=True)``).
+
+    One mask rule for every attention path (:func:`masked_softmax`): a query whose every score is
+    :math:`-\infty` (every key hidden by the mask, by ``causal``, by a :math:`-\infty` float bias,
+    or by several together) gets zero weights, a zero output and zero gradients, as in SDPA.
+    ``v``'s batch dimensions broadcast with the weights'.
         scale: multiplier of :math:`QK^\top` (default :math:`1/\sqrt{d}`).
 
     Returns:
         ``(output, weights)``: ``output`` is ``[..., Lq, dv]``, ``weights`` is ``[..., Lq, Lk]``.
     """
-    q, k = check_qk(q, k)
-    v = check_tensor("v", v, min_dim=2, shape_hint="[..., Lk, dv]")
-    if v.shape[-2] != k.shape[-2]:
-        raise ValueError(f"v must have as many rows as k (keys), got v: {v.shape[-2]} and k: {k.shape[-2]}")
-    if v.dtype != q.dtype:
-        raise TypeError(f"v must have q's dtype {q.dtype}, got {v.dtype}; cast it with .to()")
-    if v.device != q.device:
-        raise ValueError(f"v must be on q's device {q.device}, got {v.device}; move it with .to()")
-    weights = _weights(q, k, bias, causal, scale)  # a_mn
+    q, k = check_inputs(q, k)
+    causal = check_causal(causal)
+    shape, bias = check_bias(bias, q, k)
+    v = check_values(v, q, k, shape)
+    weights = masked_softmax(_scores(q, k, scale, shape), bias, causal, shape)  # a_mn
     out = torch.matmul(weights, v)  # o_m = sum_n a_mn v_n
     return out, weights
 
@@ -250,6 +316,7 @@ def self_attention(
         ``(output [..., L, d_v], weights [..., L, L])``.
     """
     check_tensor("x", x, min_dim=2, shape_hint="[..., L, d]")
+    check_causal(causal)
     for name, w in (("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
         if not isinstance(w, torch.Tensor) or not w.is_floating_point():
             raise TypeError(

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from ._validate import check_fits_in_memory, check_int, check_positive, check_same_dtype_device, check_tensor, resolve
-from .dot_product import attention
+from .dot_product import check_bias, check_causal, check_inputs, check_values, masked_softmax
 
 __all__ = [
     "ScoreTerms",
@@ -184,25 +184,31 @@ class ShawRelativePosition(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Attention with relative keys/values. ``q``: ``[..., Lq, d]``, ``k, v``: ``[..., Lk, d]``
         (one dtype and device). ``bias``: added to the scores, or a boolean mask (True = may
-        attend), as in :func:`posviz.attention`.
+        attend); ``bias`` and ``causal`` follow :func:`posviz.attention`'s one mask rule
+        (:func:`posviz.dot_product.masked_softmax`): a query whose every key is hidden gets zero
+        weights and a zero output (its relative values included), not NaN.
 
         Returns ``(output [..., Lq, d], weights [..., Lq, Lk])``.
         """
-        q = check_tensor("q", q, min_dim=2, shape_hint="[..., Lq, head_dim]")
-        k = check_tensor("k", k, min_dim=2, shape_hint="[..., Lk, head_dim]")
-        v = check_tensor("v", v, min_dim=2, shape_hint="[..., Lk, head_dim]")
-        check_same_dtype_device(q=q, k=k, v=v)
+        q, k = check_inputs(q, k)
+        causal = check_causal(causal)
         if q.shape[-1] != self.head_dim:
             raise ValueError(f"q.shape[-1] must equal head_dim={self.head_dim}, got {q.shape[-1]}")
-        idx = self.index(q.shape[-2], k.shape[-2])  # [Lq, Lk]
+        shape, bias = check_bias(bias, q, k)
+        v = check_values(v, q, k, shape)
+        if self.value_table is not None and v.shape[-1] != self.head_dim:
+            raise ValueError(f"v.shape[-1] must equal head_dim={self.head_dim} (relative values), got {v.shape[-1]}")
+        lq, lk = q.shape[-2], k.shape[-2]
+        tables = 1 if self.value_table is None else 2
+        check_fits_in_memory("Shaw's relative key/value vectors", (tables, lq, lk, self.head_dim), q.dtype, q.device)
+        check_fits_in_memory("attention map", shape, q.dtype, q.device, copies=3)
+        idx = self.index(lq, lk)  # [Lq, Lk]
         a_k = self.key_table.to(q.dtype)[idx]  # (Lq, Lk, d)
         scale = 1.0 / math.sqrt(self.head_dim)
         rel = torch.einsum("...md,mnd->...mn", q, a_k) * scale  # q_m . a^K_{mn} / sqrt(d)
-        if bias is not None and isinstance(bias, torch.Tensor) and bias.dtype == torch.bool:
-            total = rel.masked_fill(~bias.to(rel.device), -math.inf)  # PyTorch's sense: True = may attend
-        else:
-            total = rel if bias is None else rel + bias.to(rel.device, rel.dtype)
-        out, weights = attention(q, k, v, bias=total, causal=causal, scale=scale)
+        scores = torch.matmul(q, k.transpose(-2, -1)).mul_(scale).add_(rel)  # q_m . (k_n + a^K_mn) / sqrt(d)
+        weights = masked_softmax(scores, bias, causal, shape)  # the mask rule of posviz.attention
+        out = torch.matmul(weights, v)  # sum_n alpha_mn v_n
         if self.value_table is not None:
             a_v = self.value_table.to(q.dtype)[idx]  # (Lq, Lk, d)
             out = out + torch.einsum("...mn,mnd->...md", weights, a_v)  # sum_n alpha_mn a^V_mn

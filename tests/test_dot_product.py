@@ -305,3 +305,82 @@ def test_attention_is_the_function_and_the_module_has_another_name():
 def test_v_is_required():
     with pytest.raises(TypeError):
         posviz.attention(torch.randn(3, 4), torch.randn(3, 4))  # weights alone: attention_weights
+
+
+# --- one mask rule for every attention path: a query with no key left gets zeros ---------------
+
+
+def test_zero_row_rule_counts_the_causal_mask():
+    """The mask keeps only keys after query 0: with causal=True query 0 has no key left, although
+    its mask row is not all False. Zeros (as SDPA gives), no NaN, zero gradients."""
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 5, 4, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    mask = torch.ones(5, 5, dtype=torch.bool)
+    mask[0] = torch.tensor([False, True, True, False, False])
+    out, w = posviz.attention(q, k, v, bias=mask, causal=True)
+    assert not torch.isnan(w).any() and not torch.isnan(out).any()
+    assert torch.all(w[:, 0] == 0) and torch.all(out[:, 0] == 0)
+    full = mask & ~posviz.causal_mask(5, 5)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=full))
+    torch.testing.assert_close(w[:, 1:].sum(-1), torch.ones(2, 4, dtype=torch.float64))
+    out.sum().backward()
+    assert torch.isfinite(q.grad).all() and torch.all(q.grad[:, 0] == 0)
+    assert torch.isfinite(k.grad).all() and torch.isfinite(v.grad).all()
+    torch.testing.assert_close(posviz.attention_weights(q, k, bias=mask, causal=True), w)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_float_bias_with_a_minus_infinity_row_gives_zeros_like_a_mask(causal):
+    q, k, v = (torch.randn(3, 6, 4, dtype=torch.float64) for _ in range(3))
+    mask = torch.rand(6, 6, generator=torch.Generator().manual_seed(1)) > 0.3
+    mask[2] = False
+    mask[4] = False
+    as_float = torch.zeros(6, 6, dtype=torch.float64).masked_fill(~mask, -torch.inf)
+    out_f, w_f = posviz.attention(q, k, v, bias=as_float, causal=causal)
+    out_b, w_b = posviz.attention(q, k, v, bias=mask, causal=causal)
+    assert not torch.isnan(w_f).any()
+    assert torch.all(w_f[:, 2] == 0) and torch.all(out_f[:, 4] == 0)
+    torch.testing.assert_close(w_f, w_b)
+    torch.testing.assert_close(out_f, out_b)
+    sdpa_mask = as_float.masked_fill(posviz.causal_mask(6, 6), -torch.inf) if causal else as_float
+    torch.testing.assert_close(out_f, F.scaled_dot_product_attention(q, k, v, attn_mask=sdpa_mask))
+
+
+def test_a_nan_score_stays_nan():
+    """The zero-row rule is for rows with no key, not a way of hiding NaN inputs."""
+    q, k = torch.randn(3, 4), torch.randn(3, 4)
+    q[1, 0] = float("nan")
+    w = posviz.attention_weights(q, k)
+    assert torch.isnan(w[1]).all() and not torch.isnan(w[[0, 2]]).any()
+
+
+@pytest.mark.parametrize(
+    ("call", "err", "msg"),
+    [
+        (lambda: posviz.attention(torch.randn(2, 3, 4), torch.randn(2, 3, 4), torch.randn(5, 3, 4)), ValueError,
+         r"v's batch dimensions \[5\] .* do not broadcast with the weights' \[2\]"),
+        (lambda: posviz.attention(torch.randn(3, 0), torch.randn(3, 0), torch.randn(3, 2)), ValueError,
+         "head size d >= 1"),
+        (lambda: posviz.attention_weights(torch.randn(3, 0), torch.randn(3, 0), scale=1.0), ValueError,
+         "head size d >= 1"),
+        (lambda: posviz.attention(torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4), causal="no"), TypeError,
+         r"causal must be True or False, got 'no' \(str\)"),
+        (lambda: posviz.attention_weights(torch.randn(3, 4), torch.randn(3, 4), causal=1), TypeError,
+         "causal must be True or False"),
+        (lambda: posviz.attention_scores(torch.randn(3, 4), torch.randn(3, 4), causal=None), TypeError,
+         "causal must be True or False"),
+        (lambda: posviz.self_attention(torch.randn(3, 4), *torch.randn(3, 4, 4), causal="yes"), TypeError,
+         "causal must be True or False"),
+    ],
+)
+def test_more_bad_input(call, err, msg):
+    with pytest.raises(err, match=msg):
+        call()
+
+
+def test_v_batch_dims_broadcast_with_the_weights():
+    q, k = torch.randn(2, 1, 5, 4), torch.randn(2, 1, 5, 4)
+    v = torch.randn(3, 5, 6)  # broadcasts with the weights' [2, 1]: output [2, 3, 5, 6]
+    out, w = posviz.attention(q, k, v)
+    assert out.shape == (2, 3, 5, 6) and w.shape == (2, 1, 5, 5)
+    torch.testing.assert_close(out, w @ v)

@@ -112,16 +112,21 @@ def test_t5_bias_module_validates_settings():
         posviz.T5RelativeBias(0)
 
 
-def shaw_by_hand(q, k, v, a_k, a_v, kmax, causal=False):
+def shaw_by_hand(q, k, v, a_k, a_v, kmax, causal=False, mask=None):
+    """Shaw et al.'s equations entry by entry; ``mask[m, n]`` False hides key n from query m, and a
+    query with no visible key gets zero weights (the rule of posviz.attention and SDPA)."""
     lq, lk, d = q.shape[0], k.shape[0], q.shape[1]
     scores = torch.empty(lq, lk, dtype=q.dtype)
     for m in range(lq):
         for n in range(lk):
             r = max(-kmax, min(kmax, m - n))
             scores[m, n] = q[m] @ (k[n] + a_k[r + kmax]) / math.sqrt(d)
-            if causal and n > m:
+            if (causal and n > m) or (mask is not None and not mask[m, n]):
                 scores[m, n] = -math.inf
-    w = torch.softmax(scores, -1)
+    w = torch.zeros(lq, lk, dtype=q.dtype)
+    for m in range(lq):
+        if torch.isfinite(scores[m]).any():
+            w[m] = torch.softmax(scores[m], -1)
     out = torch.zeros(lq, d, dtype=q.dtype)
     for m in range(lq):
         for n in range(lk):
@@ -148,6 +153,87 @@ def test_shaw_with_zero_tables_is_plain_attention():
         shaw.value_table.zero_()
     q, k, v = (torch.randn(2, 3, 10, 16) for _ in range(3))
     torch.testing.assert_close(shaw(q, k, v), posviz.attention(q, k, v))
+
+
+def _shaw_mask(lq: int, lk: int) -> torch.Tensor:
+    """A mask (True = may attend) that keeps some keys per row, hides row 2 entirely and, for
+    query 0, keeps only keys after it (so that causal hides all of row 0 too)."""
+    mask = torch.rand(lq, lk, generator=torch.Generator().manual_seed(3)) > 0.4
+    mask[1, :] = True
+    mask[2, :] = False
+    mask[0, :] = False
+    mask[0, 3] = True
+    return mask
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_shaw_with_a_boolean_mask_is_the_papers_equations(causal):
+    """A boolean mask in PyTorch's sense (True = may attend), one row fully hidden: the paper's
+    equations with the hidden keys left out, zeros for the hidden row (not NaN), and the same
+    weights as posviz.attention with the same mask when the tables are zero."""
+    d, kmax, lq, lk = 8, 2, 7, 9
+    shaw = posviz.ShawRelativePosition(d, kmax).double()
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(n, d, generator=g, dtype=torch.float64) for n in (lq, lk, lk))
+    mask = _shaw_mask(lq, lk)
+    out, w = shaw(q, k, v, bias=mask, causal=causal)
+    ref_out, ref_w = shaw_by_hand(q, k, v, shaw.key_table.detach(), shaw.value_table.detach(), kmax, causal, mask)
+    assert not torch.isnan(w).any() and not torch.isnan(out).any()
+    torch.testing.assert_close(w, ref_w.detach())
+    torch.testing.assert_close(out, ref_out.detach())
+    assert torch.all(w[2] == 0) and torch.all(out[2] == 0)  # every key hidden: zero weights and output
+    assert torch.all(w[~mask] == 0)  # nothing on a hidden key
+    if causal:
+        assert torch.all(w[0] == 0)  # the mask keeps key 3 only, which is in query 0's future
+    else:
+        assert w[0, 3] == 1
+    with torch.no_grad():
+        shaw.key_table.zero_()
+        shaw.value_table.zero_()
+    out0, w0 = shaw(q, k, v, bias=mask, causal=causal)
+    plain_out, plain_w = posviz.attention(q, k, v, bias=mask, causal=causal)
+    torch.testing.assert_close(w0, plain_w)
+    torch.testing.assert_close(out0, plain_out)
+
+
+def test_shaw_masked_row_has_zero_gradients_and_a_float_bias_is_added():
+    d, kmax = 4, 2
+    shaw = posviz.ShawRelativePosition(d, kmax).double()
+    q, k, v = (torch.randn(5, d, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    mask = torch.ones(5, 5, dtype=torch.bool)
+    mask[1] = False
+    out, _ = shaw(q, k, v, bias=mask)
+    out.sum().backward()
+    for t in (q, k, v, shaw.key_table, shaw.value_table):
+        assert torch.isfinite(t.grad).all()
+    assert torch.all(q.grad[1] == 0)  # the hidden query does not move
+    # a float bias of -inf on the same row: the same rule, the same result
+    as_float = torch.zeros(5, 5, dtype=torch.float64).masked_fill(~mask, -math.inf)
+    torch.testing.assert_close(shaw(q, k, v, bias=as_float), shaw(q, k, v, bias=mask))
+    bias = torch.randn(5, 5, dtype=torch.float64)
+    _, w = shaw(q, k, v, bias=bias)
+    _, w_plain = shaw(q, k, v)
+    torch.testing.assert_close(w, torch.softmax(torch.log(w_plain) + bias, -1))
+
+
+@pytest.mark.parametrize(
+    ("call", "err", "msg"),
+    [
+        (lambda s: s(torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4), causal="no"), TypeError,
+         "causal must be True or False"),
+        (lambda s: s(torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4), bias=[1.0]), TypeError,
+         "bias must be a torch.Tensor"),
+        (lambda s: s(torch.randn(2, 3, 4), torch.randn(2, 3, 4), torch.randn(5, 3, 4)), ValueError,
+         "v's batch dimensions"),
+        (lambda s: s(torch.randn(3, 4), torch.randn(3, 4), torch.randn(2, 4)), ValueError, "as many rows"),
+        (lambda s: s(torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 5)), ValueError, "v.shape"),
+        (lambda s: s(torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4), bias=torch.ones(2, 2)), ValueError,
+         "do not broadcast"),
+    ],
+)
+def test_shaw_bad_input(call, err, msg):
+    with pytest.raises(err, match=msg):
+        call(posviz.ShawRelativePosition(4, 2))
 
 
 def test_shaw_is_length_free_and_checks_dims():
