@@ -11,6 +11,9 @@ posviz changes no other project's documentation):
 * :func:`setup`, a Sphinx extension (``sphinx: extra_extensions: [posviz.sphinxext]``): it
   serves plotly's own ``plotly.min.js`` on the pages that hold a figure and a local MathJax 3
   (from ``npm ci``'s ``node_modules/mathjax``), so that no page requests anything from a CDN.
+  In a translated edition it also keeps every translated equation (:mod:`._translated_math`),
+  writes citations in the edition's language (:mod:`._citations`) and shows glued phrases in it
+  (:mod:`._glue`).
 
 It imports Sphinx, docutils and myst-nb, which posviz itself does not need: install them with
 ``pip install "posviz[book]"``.
@@ -25,7 +28,20 @@ except ImportError as err:  # pragma: no cover - depends on the environment
         f"posviz.sphinxext needs the book toolchain ({err.name} is missing): pip install 'posviz[book]'"
     ) from err
 
-from ._assets import setup
+from typing import Any
+
+from . import _assets, _citations, _translated_math
 from ._mime import MIME_PRIORITY_OVERRIDES, PlotlyNbRenderer, plotly_html, plotly_nodes
+
+
+def setup(app: Any) -> dict[str, Any]:
+    """Register the extension (``sphinx: extra_extensions: [posviz.sphinxext]``): the offline
+    assets (:mod:`._assets`), translated equations that survive the build
+    (:mod:`._translated_math`) and citations in the edition's language (:mod:`._citations`)."""
+    metadata = _assets.setup(app)
+    _translated_math.setup(app)
+    _citations.setup(app)
+    return metadata
+
 
 __all__ = ["MIME_PRIORITY_OVERRIDES", "PlotlyNbRenderer", "plotly_html", "plotly_nodes", "setup"]
