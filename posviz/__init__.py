@@ -43,6 +43,14 @@ from .rope import (
     rope_rotation_matrix,
     rope_scores,
 )
+from .rope_scaling import (
+    llama3_ramp,
+    ntk_aware_base,
+    rope_attention_factor,
+    yarn_correction_range,
+    yarn_mscale,
+    yarn_ramp,
+)
 
 __version__ = "0.1.0"
 
@@ -62,6 +70,13 @@ __all__ = [
     # frequencies
     "rope_frequencies",
     "wavelengths",
+    # RoPE scaling rules (context extension)
+    "rope_attention_factor",
+    "ntk_aware_base",
+    "yarn_correction_range",
+    "yarn_ramp",
+    "yarn_mscale",
+    "llama3_ramp",
     # RoPE
     "apply_rope",
     "rope_rotation_matrix",

@@ -1,4 +1,4 @@
-r"""Rotary position embedding (RoPE; Su et al., *RoFormer*, 2021).
+r"""Rotary position embedding (RoPE; Su et al., 2024, *RoFormer*).
 
 RoPE rotates each 2-D pair of a query or key by an angle proportional to its position:
 
@@ -22,29 +22,46 @@ the same operation up to a fixed permutation of the dimensions
 (:func:`rope_layout_permutation`); weights converted between conventions must permute the rows
 of :math:`W_q` and :math:`W_k` accordingly.
 
+**Partial rotary.** ``rotary_dim`` rotates only the first ``rotary_dim`` coordinates and passes
+the rest through (GPT-NeoX/Pythia: a quarter of the head, Phi: a half, GPT-J: 64 of 256), with
+the pairs of the chosen layout formed *inside* that slice and :math:`d` = ``rotary_dim`` in
+:math:`\theta_i = \text{base}^{-2i/d}`.
+
+The chapter's look inside (angles, complex view, relative score, decay factor) is
+:mod:`posviz.rope_views`, importable from here too. Published papers are cited by their
+journal or conference year (RoFormer: *Neurocomputing* 2024, first on arXiv in 2021).
+
 Book chapter: *Rotary position embedding (RoPE)*.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import torch
 
 from ._validate import (
     check_even_dim,
     check_fits_in_memory,
+    check_int,
     check_positive,
     check_qk,
     check_real,
     check_tensor,
     compute_dtype,
-    default_dtype,
     resolve,
     table_dtype,
 )
 from .frequencies import rope_frequencies
+from .rope_views import (
+    Layout,
+    _check_layout,
+    rope_angles,
+    rope_complex_view,
+    rope_mean_partial_sum,
+    rope_relative_score,
+)
 
 __all__ = [
     "apply_rope",
@@ -59,8 +76,7 @@ __all__ = [
     "rope_scores",
 ]
 
-Layout = Literal["interleaved", "half"]
-_LAYOUTS = ("interleaved", "half")
+DEFAULT_BASE = 10000.0
 
 
 class RopeCacheInfo(NamedTuple):
@@ -85,27 +101,26 @@ def _nbytes(tables: tuple[torch.Tensor, ...]) -> int:
     return sum(t.numel() * t.element_size() for t in tables)
 
 
-def _build_tables(
-    seq: int, dim: int, base: float, device: torch.device, work: torch.dtype, layout: str
-) -> tuple[torch.Tensor, ...]:
-    exact = table_dtype(device)
-    theta = rope_frequencies(dim, base, device=device, dtype=exact)
-    angle = torch.arange(seq, device=device, dtype=exact)[:, None] * theta  # m * theta_i, [seq, d/2]
-    return _angle_tables(angle, layout, work)
-
-
 def _tables(
-    seq: int, dim: int, base: float, device: torch.device, work: torch.dtype, layout: str
+    seq: int, theta_key: tuple, make_theta, factor: float, device: torch.device, work: torch.dtype, layout: str
 ) -> tuple[torch.Tensor, ...]:
-    """Position tables for positions ``0..seq-1``, cached (never handed to the caller)."""
-    key = (seq, dim, base, device, work, layout)
+    """Position tables for positions ``0..seq-1`` (cached, never handed to the caller).
+
+    The key holds everything the tables depend on: the length, the frequencies (``theta_key``:
+    the base and rotated dimension, or the values of explicit frequencies), the cos/sin factor,
+    the device, the working dtype (float64 tables must not be served from float32 ones) and the
+    layout. ``make_theta()`` gives the float64 frequencies, on a miss only.
+    """
+    key = (seq, theta_key, factor, device, work, layout)
     hit = _CACHE.get(key)
     if hit is not None:
         _CACHE.move_to_end(key)
         _CACHE_STATS["hits"] += 1
         return hit
     _CACHE_STATS["misses"] += 1
-    tables = _build_tables(seq, dim, base, device, work, layout)
+    theta = make_theta()
+    angle = torch.arange(seq, device=device, dtype=theta.dtype)[:, None] * theta  # m * theta_i, [seq, r/2]
+    tables = _angle_tables(angle, layout, work, factor)
     size = _nbytes(tables)
     if size <= ROPE_CACHE_MAX_BYTES:
         _CACHE[key] = tables
@@ -116,12 +131,17 @@ def _tables(
     return tables
 
 
-def _angle_tables(angle: torch.Tensor, layout: str, work: torch.dtype) -> tuple[torch.Tensor, ...]:
-    """e^{i angle} (interleaved) or (cos, sin) (half), computed in the angle's dtype, cast to ``work``."""
+def _angle_tables(
+    angle: torch.Tensor, layout: str, work: torch.dtype, factor: float = 1.0
+) -> tuple[torch.Tensor, ...]:
+    """a e^{i angle} (interleaved) or (a cos, a sin) (half), computed in the angle's dtype, cast to ``work``."""
     if layout == "interleaved":
-        cis = torch.polar(torch.ones_like(angle), angle)  # e^{i m theta_i}
+        cis = torch.polar(torch.full_like(angle, factor), angle)  # a e^{i m theta_i}
         return (cis.to(torch.complex128 if work == torch.float64 else torch.complex64),)
-    return torch.cos(angle).to(work).contiguous(), torch.sin(angle).to(work).contiguous()
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    if factor != 1.0:
+        cos, sin = cos * factor, sin * factor
+    return cos.to(work).contiguous(), sin.to(work).contiguous()
 
 
 def clear_rope_cache() -> None:
@@ -133,8 +153,9 @@ def clear_rope_cache() -> None:
 def rope_cache_info() -> RopeCacheInfo:
     """Hits, misses, entries and bytes of :func:`apply_rope`'s table cache.
 
-    The cache keeps the tables of the default positions ``0..seq-1`` per ``(seq, dim, base,
-    device, dtype, layout)``, least recently used dropped first, up to
+    The cache keeps the tables of the default positions ``0..seq-1`` per ``(seq, frequencies,
+    attention_factor, device, dtype, layout)`` (the frequencies: ``base`` and ``rotary_dim``, or
+    the values of explicit ``frequencies``), least recently used dropped first, up to
     ``posviz.rope.ROPE_CACHE_MAX_BYTES`` (64 MiB) in all; :func:`clear_rope_cache` empties it.
     """
     return RopeCacheInfo(
@@ -142,12 +163,70 @@ def rope_cache_info() -> RopeCacheInfo:
     )
 
 
+def _check_rotary_dim(rotary_dim: object, dim: int) -> int:
+    if rotary_dim is None:
+        return check_even_dim("dim (x.shape[-1])", dim)
+    rotary_dim = check_int("rotary_dim", rotary_dim, minimum=1)
+    if rotary_dim % 2 or rotary_dim > dim:
+        raise ValueError(
+            f"rotary_dim must be a positive even integer <= dim (x.shape[-1] = {dim}): the rotated "
+            f"coordinates come in pairs, got {rotary_dim}"
+        )
+    return rotary_dim
+
+
+def _theta(frequencies: object, base: float, rotary_dim: int, device: torch.device):
+    """The cache key of the frequencies and a function giving them in float64 on ``device``."""
+    exact = table_dtype(device)
+    if frequencies is None:
+        return ("base", base, rotary_dim), lambda: rope_frequencies(rotary_dim, base, device=device, dtype=exact)
+    if base != DEFAULT_BASE:
+        raise ValueError(f"pass either base or frequencies, not both: frequencies replace base (got base={base})")
+    frequencies = check_tensor("frequencies", frequencies, ndim=1, shape_hint="[rotary_dim // 2]")
+    if frequencies.numel() != rotary_dim // 2:
+        raise ValueError(
+            f"frequencies must hold one value per rotated pair, rotary_dim // 2 = {rotary_dim // 2}, got "
+            f"{frequencies.numel()} (pass rotary_dim={2 * frequencies.numel()} to rotate only that many coordinates)"
+        )
+    values = frequencies.detach().to(device="cpu", dtype=torch.float64)
+    if not bool(torch.isfinite(values).all()):
+        raise ValueError("frequencies must be finite, got NaN or inf")
+    theta = frequencies.detach().to(device=device, dtype=exact)
+    return ("theta", tuple(values.tolist())), lambda: theta
+
+
+def _check_positions(positions: object, x: torch.Tensor) -> torch.Tensor:
+    seq = x.shape[-2]
+    if not isinstance(positions, torch.Tensor):
+        raise TypeError(f"positions must be a torch.Tensor or None, got {type(positions).__name__}")
+    if positions.dtype == torch.bool or positions.is_complex():
+        raise TypeError(f"positions must hold real numbers (integers or floats), got {positions.dtype}")
+    if positions.dim() == 0 or positions.shape[-1] != seq:
+        raise ValueError(
+            f"positions must have shape [seq] or [..., seq] with seq={seq}, got {list(positions.shape)}"
+        )
+    try:
+        torch.broadcast_shapes(positions.shape, x.shape[:-1])
+    except RuntimeError as err:
+        raise ValueError(
+            f"positions' batch dims must broadcast against x's: positions {list(positions.shape)} and x "
+            f"{list(x.shape)} (positions [..., seq] against x [..., seq, dim]); e.g. positions[:, None, :] for "
+            f"x [batch, heads, seq, dim]"
+        ) from err
+    if positions.is_floating_point() and not bool(torch.isfinite(positions).all()):
+        raise ValueError("positions must be finite, got NaN or inf")
+    return positions
+
+
 def apply_rope(
     x: torch.Tensor,
     positions: torch.Tensor | None = None,
-    base: float = 10000.0,
+    base: float = DEFAULT_BASE,
     *,
     layout: Layout = "interleaved",
+    rotary_dim: int | None = None,
+    frequencies: torch.Tensor | None = None,
+    attention_factor: float = 1.0,
 ) -> torch.Tensor:
     r"""Rotate the pairs of ``x`` (``[..., seq, dim]``) by their positions' angles.
 
@@ -157,9 +236,19 @@ def apply_rope(
         \begin{pmatrix}\cos m\theta_i & -\sin m\theta_i\\ \sin m\theta_i & \cos m\theta_i\end{pmatrix}
         \begin{pmatrix} x_{a} \\ x_{b} \end{pmatrix}, \qquad \theta_i = \text{base}^{-2i/d}
 
-    with :math:`(a, b) = (2i, 2i+1)` for ``layout="interleaved"`` (RoFormer) and
+    with :math:`(a, b) = (2i, 2i+1)` for ``layout="interleaved"`` (RoFormer, GPT-J) and
     :math:`(a, b) = (i, i + d/2)` for ``layout="half"`` (GPT-NeoX, Hugging Face). For the interleaved
     layout this is :math:`R_{\Theta,m} x_m` (:func:`rope_rotation_matrix`).
+
+    **Partial rotary** (``rotary_dim`` = :math:`r < \text{dim}`): only :math:`x_{0..r-1}` rotate,
+    paired within that slice (:math:`d = r` above, :math:`(i, i + r/2)` in the half layout,
+    as GPT-NeoX and Phi; :math:`(2i, 2i + 1)` interleaved, as GPT-J), and
+    :math:`y_j = x_j` for :math:`j \ge r`.
+
+    **Scaled frequencies**: ``frequencies`` replaces :math:`\theta` with a ladder of your own,
+    e.g. :func:`posviz.rope_frequencies` with a ``scaling`` rule, and ``attention_factor``
+    multiplies cos and sin (the rotated coordinates only, as ``transformers``'
+    ``attention_scaling`` does; :func:`posviz.rope_attention_factor`).
 
     Implementation: interleaved pairs are viewed as complex numbers
     :math:`x_{2i} + \mathrm{i}\,x_{2i+1}` and multiplied by :math:`e^{\mathrm{i} m\theta_i}`
@@ -168,50 +257,56 @@ def apply_rope(
     (:func:`rope_cache_info`, :func:`clear_rope_cache`).
 
     Args:
-        x: floating tensor ``[..., seq, dim]``; ``dim`` even. Output keeps its dtype and device
+        x: floating tensor ``[..., seq, dim]``. Output keeps its dtype and device
             (float16/bfloat16 are rotated in float32 and cast back; float64 stays float64).
-        positions: positions of the ``seq`` rows, shape ``[seq]`` or broadcastable to
-            ``x.shape[:-1]`` (integers or reals); default ``arange(seq)``.
-        base: frequency base, > 0.
+        positions: positions of the ``seq`` rows, shape ``[seq]`` or ``[..., seq]`` whose batch
+            dims broadcast against ``x``'s (real integers or floats, finite); default
+            ``arange(seq)``. The output has the broadcast batch shape.
+        base: frequency base, > 0 (leave it when passing ``frequencies``).
         layout: ``"interleaved"`` or ``"half"``.
+        rotary_dim: how many leading coordinates rotate, a positive even integer <= dim;
+            default all (``dim`` must then be even).
+        frequencies: a 1-D floating tensor of ``rotary_dim // 2`` finite values :math:`\theta_i`.
+        attention_factor: a number > 0 multiplying the rotated coordinates (default 1).
     """
     x = check_tensor("x", x, min_dim=2, shape_hint="[..., seq, dim] (at least 2 dims)")
     layout = _check_layout(layout)
     seq, dim = x.shape[-2], x.shape[-1]
-    check_even_dim("dim (x.shape[-1])", dim)
+    rotary_dim = _check_rotary_dim(rotary_dim, dim)
     base = check_positive("base", base)
+    factor = check_positive("attention_factor", attention_factor)
     work = compute_dtype(x.dtype)
+    theta_key, make_theta = _theta(frequencies, base, rotary_dim, x.device)
 
     if positions is None:
-        tables = _tables(seq, dim, base, x.device, work, layout)
+        tables = _tables(seq, theta_key, make_theta, factor, x.device, work, layout)
     else:
-        if not isinstance(positions, torch.Tensor):
-            raise TypeError(f"positions must be a torch.Tensor or None, got {type(positions).__name__}")
-        if positions.dim() == 0 or positions.shape[-1] != seq:
-            raise ValueError(
-                f"positions must have shape [seq] or [..., seq] with seq={seq}, got {list(positions.shape)}"
-            )
-        exact = table_dtype(x.device)
-        theta = rope_frequencies(dim, base, device=x.device, dtype=exact)
-        angle = positions.to(device=x.device, dtype=exact)[..., None] * theta  # m * theta_i, [..., seq, d/2]
-        tables = _angle_tables(angle, layout, work)
+        positions = _check_positions(positions, x)
+        theta = make_theta()
+        angle = positions.to(device=x.device, dtype=theta.dtype)[..., None] * theta  # m * theta_i, [..., seq, r/2]
+        tables = _angle_tables(angle, layout, work, factor)
 
-    xw = x.to(work)
+    xw = x[..., :rotary_dim].to(work)
     if layout == "interleaved":
         (cis,) = tables
-        xc = torch.view_as_complex(xw.contiguous().unflatten(-1, (dim // 2, 2)))  # x_2i + i x_2i+1
+        xc = torch.view_as_complex(xw.contiguous().unflatten(-1, (rotary_dim // 2, 2)))  # x_2i + i x_2i+1
         out = torch.view_as_real(xc * cis).flatten(-2)  # rotate by m theta_i
     else:
         cos, sin = tables
-        half = dim // 2
+        half = rotary_dim // 2
         x1, x2 = xw[..., :half], xw[..., half:]
-        out = torch.empty(torch.broadcast_shapes(xw.shape, (*cos.shape[:-1], dim)), dtype=work, device=x.device)
+        shape = torch.broadcast_shapes(xw.shape, (*cos.shape[:-1], rotary_dim))
+        out = torch.empty(shape, dtype=work, device=x.device)
         o1, o2 = out[..., :half], out[..., half:]
         torch.mul(x1, cos, out=o1)
-        o1.addcmul_(x2, sin, value=-1.0)  # y_i = x_i cos - x_{i+d/2} sin
+        o1.addcmul_(x2, sin, value=-1.0)  # y_i = x_i cos - x_{i+r/2} sin
         torch.mul(x2, cos, out=o2)
-        o2.addcmul_(x1, sin)  # y_{i+d/2} = x_i sin + x_{i+d/2} cos
-    return out.to(x.dtype)
+        o2.addcmul_(x1, sin)  # y_{i+r/2} = x_i sin + x_{i+r/2} cos
+    out = out.to(x.dtype)
+    if rotary_dim == dim:
+        return out
+    rest = x[..., rotary_dim:]  # passed through unrotated
+    return torch.cat((out, rest.expand(*out.shape[:-1], dim - rotary_dim)), dim=-1)
 
 
 def rope_rotation_matrix(
@@ -275,184 +370,6 @@ def rope_layout_permutation(dim: int, *, device: torch.device | str | None = Non
     dim = check_even_dim("dim", dim)
     device, _ = resolve(device, None)
     return torch.cat((torch.arange(0, dim, 2, device=device), torch.arange(1, dim, 2, device=device)))
-
-
-def rope_mean_partial_sum(
-    distances: torch.Tensor,
-    dim: int,
-    base: float = 10000.0,
-) -> torch.Tensor:
-    r"""The distance-dependent factor of RoFormer's long-term-decay bound (§3.4.3): the mean
-    partial-sum magnitude :math:`\bar S(r)`, *not* a bound on the score itself.
-
-    Writing the score as a sum over pairs and applying Abel summation gives, for the offset
-    :math:`r = m - n`,
-
-    .. math:: S_j(r) = \sum_{k=0}^{j-1} e^{\mathrm{i}\,r\,\theta_k}, \qquad
-              |q_m^\top k_n| \le \Big(\max_i |h_{i+1} - h_i|\Big) \sum_{j=1}^{d/2} |S_j(r)|
-              = \Big(\max_i |h_{i+1} - h_i|\Big)\,\frac{d}{2}\,\bar S(r), \qquad
-              \bar S(r) = \frac{1}{d/2}\sum_{j=1}^{d/2} |S_j(r)| ,
-
-    with :math:`h_i` the pair products of the query and key. This function returns
-    :math:`\bar S(r)` for each offset in ``distances``: it depends on the offset and :math:`d`
-    only, starts at :math:`\bar S(0) = (d/2 + 1)/2` and decays (with oscillation) as
-    :math:`|r|` grows, which is the paper's Figure 2. To bound a score, multiply by
-    :math:`\tfrac{d}{2} \max_i |h_{i+1} - h_i|` of that query and key.
-    """
-    distances = check_tensor("distances", distances, floating=False)
-    if distances.is_complex() or distances.dtype == torch.bool:
-        raise TypeError(f"distances must hold real numbers, got {distances.dtype}")
-    dim = check_even_dim("dim", dim)
-    base = check_positive("base", base)
-    dtype = distances.dtype if distances.is_floating_point() else default_dtype()
-    work = table_dtype(distances.device)
-    check_fits_in_memory("decay-bound table", (distances.numel(), dim // 2), torch.complex128, distances.device)
-    theta = rope_frequencies(dim, base, device=distances.device, dtype=work)
-    angle = distances.to(work)[..., None] * theta  # (m-n) theta_k
-    s = torch.cumsum(torch.polar(torch.ones_like(angle), angle), dim=-1)  # S_j, j = 1..d/2
-    return s.abs().mean(-1).to(dtype)
-
-
-# --- Functions for the RoPE chapter: angles, the complex view and scores. -----------------------
-
-
-def rope_angles(positions: torch.Tensor | float, dim: int, base: float = 10000.0) -> torch.Tensor:
-    r"""The rotation angle of every pair at every position, :math:`m\,\theta_i`, shape ``[..., dim // 2]``.
-
-    .. math:: \phi_{m,i} = m\,\theta_i = m \cdot \text{base}^{-2i/d}, \qquad i = 0, \dots, d/2 - 1
-
-    (RoFormer eq. 15 counts :math:`i` from 1 and writes :math:`10000^{-2(i-1)/d}`.) Angles are in
-    radians and not wrapped: pair :math:`i` has turned :math:`\phi_{m,i} / 2\pi` full turns at
-    position :math:`m`. Both layouts use the same angles; only the pairing of dimensions differs.
-
-    Args:
-        positions: a real number or a tensor of positions (any shape, integers or reals).
-        dim: model (or head) dimension :math:`d`, a positive even integer.
-        base: frequency base, > 0.
-
-    Returns:
-        ``positions.shape + (dim // 2,)``, computed in float64 and returned in the positions'
-        floating dtype (torch's default dtype for integer positions or a Python number), on their
-        device.
-    """
-    python_number = not isinstance(positions, torch.Tensor)
-    if python_number:
-        if isinstance(positions, bool) or not isinstance(positions, (int, float)):
-            raise TypeError(f"positions must be a torch.Tensor or a real number, got {type(positions).__name__}")
-        positions = torch.tensor(check_real("positions", positions), dtype=torch.float64)
-    if positions.is_complex() or positions.dtype == torch.bool:
-        raise TypeError(f"positions must hold real numbers, got {positions.dtype}")
-    dim = check_even_dim("dim", dim)
-    base = check_positive("base", base)
-    dtype = positions.dtype if positions.is_floating_point() and not python_number else default_dtype()
-    work = table_dtype(positions.device)
-    check_fits_in_memory("angle table", (positions.numel(), dim // 2), work, positions.device)
-    theta = rope_frequencies(dim, base, device=positions.device, dtype=work)
-    return (positions.to(work)[..., None] * theta).to(dtype)  # m * theta_i
-
-
-def _pair_index(dim: int, layout: str, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Dimensions ``(a_i, b_i)`` of pair ``i``: ``(2i, 2i+1)`` interleaved, ``(i, i+d/2)`` half."""
-    if layout == "interleaved":
-        return torch.arange(0, dim, 2, device=device), torch.arange(1, dim, 2, device=device)
-    return torch.arange(0, dim // 2, device=device), torch.arange(dim // 2, dim, device=device)
-
-
-def _check_layout(layout: object) -> str:
-    if layout not in _LAYOUTS:
-        raise ValueError(f"layout must be one of {_LAYOUTS}, got {layout!r}")
-    return str(layout)
-
-
-def _check_vectors(name: str, x: object) -> torch.Tensor:
-    x = check_tensor(name, x, min_dim=1, shape_hint="[..., dim] (at least 1 dim)")
-    check_even_dim(f"dim ({name}.shape[-1])", x.shape[-1])
-    return x
-
-
-def rope_complex_view(x: torch.Tensor, *, layout: Layout = "interleaved") -> torch.Tensor:
-    r"""The pairs of ``x`` (``[..., dim]``) as complex numbers, shape ``[..., dim // 2]``.
-
-    .. math::
-
-        \tilde x_i = x_{a_i} + \mathrm{i}\, x_{b_i}, \qquad
-        (a_i, b_i) = \begin{cases} (2i,\ 2i+1) & \texttt{layout="interleaved"} \text{ (RoFormer §3.4.2)}\\
-        (i,\ i + d/2) & \texttt{layout="half"} \end{cases}
-
-    In this view RoPE at position :math:`m` is the elementwise product
-    :math:`\tilde x_i\, e^{\mathrm{i} m\theta_i}` (a rotation of pair :math:`i` by :math:`m\theta_i`),
-    and the real dot product of two pairs is :math:`\operatorname{Re}[\tilde q_i\,\overline{\tilde k_i}]`.
-    Returns a new tensor (complex128 for float64 input, else complex64).
-    """
-    x = _check_vectors("x", x)
-    layout = _check_layout(layout)
-    a, b = _pair_index(x.shape[-1], layout, x.device)
-    xw = x.to(compute_dtype(x.dtype))
-    return torch.complex(xw[..., a], xw[..., b])
-
-
-def rope_relative_score(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    offsets: torch.Tensor,
-    base: float = 10000.0,
-    *,
-    layout: Layout = "interleaved",
-) -> torch.Tensor:
-    r"""The RoPE score of an unrotated query ``q`` and key ``k`` as a function of :math:`r = m - n`.
-
-    Rotating ``q`` to position :math:`m` and ``k`` to position :math:`n` and taking the dot
-    product gives, in the complex view of :func:`rope_complex_view` (RoFormer eq. 12 and §3.4.3),
-
-    .. math::
-
-        (R_{\Theta,m}\, q)^\top (R_{\Theta,n}\, k)
-        = \operatorname{Re}\Big[\sum_{i=0}^{d/2-1} \tilde q_i\, \overline{\tilde k_i}\,
-          e^{\mathrm{i}\,(m-n)\,\theta_i}\Big],
-
-    which depends on the positions only through the offset :math:`r = m - n` (query minus key).
-    This function evaluates the right-hand side for each offset, without rotating anything;
-    :func:`rope_scores` computes the left-hand side.
-
-    Args:
-        q, k: floating tensors ``[..., dim]`` (``dim`` even), broadcastable against each other.
-        offsets: relative positions :math:`r = m - n`, a 0-D or 1-D tensor (integers or reals).
-        base: frequency base, > 0.
-        layout: ``"interleaved"`` or ``"half"`` (how the dimensions of ``q`` and ``k`` are paired).
-
-    Returns:
-        ``[..., len(offsets)]`` (``[...]`` for 0-D ``offsets``), computed in float64, returned in
-        the dtype of ``q`` and ``k`` (which must match).
-    """
-    q, k = _check_vectors("q", q), _check_vectors("k", k)
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must have the same last dim, got q: {q.shape[-1]} and k: {k.shape[-1]}")
-    if q.dtype != k.dtype:
-        raise TypeError(f"q and k must have the same dtype, got q: {q.dtype} and k: {k.dtype}; cast one with .to()")
-    if not isinstance(offsets, torch.Tensor):
-        raise TypeError(f"offsets must be a torch.Tensor, got {type(offsets).__name__}")
-    if offsets.is_complex() or offsets.dtype == torch.bool:
-        raise TypeError(f"offsets must hold real numbers, got {offsets.dtype}")
-    if offsets.dim() > 1:
-        raise ValueError(
-            f"offsets must be a 0-D or 1-D tensor of real numbers, got shape {list(offsets.shape)} ({offsets.dtype})"
-        )
-    layout = _check_layout(layout)
-    base = check_positive("base", base)
-    try:
-        batch = torch.broadcast_shapes(q.shape[:-1], k.shape[:-1])
-    except RuntimeError as err:
-        raise ValueError(f"q and k must broadcast, got q: {list(q.shape)} and k: {list(k.shape)}") from err
-    dim = q.shape[-1]
-    check_fits_in_memory("score table", (*batch, max(offsets.numel(), 1), dim // 2), torch.complex128, q.device)
-    out_dtype = q.dtype
-    work = table_dtype(q.device)
-    qc = rope_complex_view(q.to(work), layout=layout)
-    kc = rope_complex_view(k.to(device=q.device, dtype=work), layout=layout)
-    h = qc * kc.conj()  # q~_i conj(k~_i), [..., d/2]
-    angle = rope_angles(offsets.to(device=q.device, dtype=work), dim, base)  # r theta_i, [R, d/2]
-    phase = torch.polar(torch.ones_like(angle), angle)  # e^{i r theta_i}
-    return (h[..., None, :] * phase).real.sum(-1).to(out_dtype).reshape((*batch, *offsets.shape))
 
 
 def rope_scores(
