@@ -27,12 +27,25 @@ import ast
 import functools
 import os
 import re
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["LANGUAGES", "N_", "get_language", "set_language", "tr", "translatable", "translate_figure"]
+__all__ = [
+    "LANGUAGES",
+    "N_",
+    "TranslationWarning",
+    "get_language",
+    "number",
+    "plain_text",
+    "set_language",
+    "tidy",
+    "tr",
+    "translatable",
+    "translate_figure",
+]
 
 LOCALE = Path(__file__).parent / "locale"
 DOMAIN = "posviz"
@@ -133,10 +146,29 @@ def _read_po(path: Path) -> dict[str, str]:
 
 
 _PLOTLY_PLACEHOLDER = re.compile(r"%\{[^{}]*\}")
+# A number written with a thousands separator (10,000 · 10 000 · 1 000 000): Chinese figure text
+# writes numbers without one (10000), as the Chinese prose does.
+_GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:[,\u202f\u2009\u00a0 ]\d{3})+(?![\d,])")
+_GROUPING_SPEC = re.compile(r"(\{[A-Za-z_]\w*(?:![rsa])?:[^{}]*?)[,_]([^{}]*\})")
+UNGROUPED = ("zh_CN",)
+"""The languages whose figure text writes numbers without a thousands separator."""
 
 
-def _format(template: str, fields: Mapping[str, Any]) -> str:
-    """``str.format`` that leaves Plotly's ``%{...}`` placeholders alone."""
+class TranslationWarning(UserWarning):
+    """A translation that does not fit its message's fields: the English text is shown instead."""
+
+
+def ungrouped(text: str) -> str:
+    """``text`` with every thousands separator of a number removed (``10,000`` -> ``10000``)."""
+    return _GROUPED.sub(lambda m: re.sub(r"\D", "", m.group(0)), text)
+
+
+def _format(template: str, fields: Mapping[str, Any], language: str = "en") -> str:
+    """``str.format`` that leaves Plotly's ``%{...}`` placeholders alone.
+
+    In a language of :data:`UNGROUPED`, numbers get no thousands separator: a field's format spec
+    loses its ``,`` and a string field its separators (a number formatted before it was passed).
+    """
     kept: list[str] = []
 
     def keep(match: re.Match[str]) -> str:
@@ -144,13 +176,36 @@ def _format(template: str, fields: Mapping[str, Any]) -> str:
         return f"\x00{len(kept) - 1}\x00"
 
     text = _PLOTLY_PLACEHOLDER.sub(keep, template)
-    text = text.format(**fields) if fields else text.replace("{{", "{").replace("}}", "}")
+    if fields:
+        if language in UNGROUPED:
+            text = _GROUPING_SPEC.sub(r"\1\2", text)
+            fields = {k: ungrouped(v) if isinstance(v, str) else v for k, v in fields.items()}
+        text = text.format(**fields)
+    else:
+        text = text.replace("{{", "{").replace("}}", "}")
     return re.sub("\x00(\\d+)\x00", lambda m: kept[int(m.group(1))], text)
 
 
 def translate(msgid: str, language: str, /, **fields: Any) -> str:
-    """``msgid`` in ``language``, formatted with ``fields`` (English when it has no translation)."""
-    return _format(catalog(language).get(msgid, msgid), fields)
+    """``msgid`` in ``language``, formatted with ``fields`` (English when it has no translation).
+
+    A translation that does not fit the fields (it names a field the message does not have, or
+    is not a valid template) gives the English text and a :class:`TranslationWarning`, live and
+    in the book alike; ``tools/i18n.py check`` (and ``tests/test_catalogs.py``) reports it.
+    """
+    language = _normalise(language)
+    text = catalog(language).get(msgid)
+    if text is not None:
+        try:
+            return _format(text, fields, language)
+        except (KeyError, IndexError, ValueError, AttributeError) as err:
+            warnings.warn(
+                f"the {language} translation of {msgid!r} does not fit its fields ({type(err).__name__}: {err}); "
+                "showing the English",
+                TranslationWarning,
+                stacklevel=2,
+            )
+    return _format(msgid, fields)
 
 
 def tr(msgid: str, /, **fields: Any) -> str:
@@ -168,6 +223,12 @@ def tr(msgid: str, /, **fields: Any) -> str:
     if len(_made) > _MADE_LIMIT:
         del _made[next(iter(_made))]
     return translate(msgid, get_language(), **fields)
+
+
+def number(text: str) -> str:
+    """A number written for a figure (a slider step, a legend entry): ``text`` in English, and
+    recorded, so that Chinese writes it without a thousands separator (``10,000`` -> ``10000``)."""
+    return tr("{number}", number=text)
 
 
 def _plain(value: Any) -> str | int | float:
@@ -246,22 +307,31 @@ def _translated_record(record: Mapping[str, Any], language: str) -> dict[str, st
             return translate(english, language)
         msgid, fields = record[english]
         fields = {k: (text_of(v, depth + 1) if isinstance(v, str) else v) for k, v in fields.items()}
-        try:
-            text = translate(msgid, language, **fields)
-        except (KeyError, IndexError, ValueError):  # a translation that lost a field: keep English
-            text = english
+        text = translate(msgid, language, **fields)  # English (and a warning) if it lost a field
         done[english] = text
         return text
 
     return {english: text for english in record if (text := text_of(english)) != english}
 
 
+# Where a figure holds text a reader sees: titles (``title.text``, a string ``title``), annotation,
+# shape-label and trace ``text``, hover text and templates, slider and button labels, the slider's
+# prefix, tick labels, and category values (``x``, ``y`` and the axes' ``categoryarray``, which
+# must stay equal to them). A trace's ``name`` is text too; a frame's, a step's or a button's is
+# an id. Ids and enumerations (legendgroup, uid, meta, hoverinfo, mode, type, ...) are never text.
+TEXT_KEYS = frozenset(
+    "text title hovertemplate texttemplate hovertext label prefix suffix ticktext x y categoryarray".split()
+)
+_HOLD_TRACES = ("data", "args")  # a list whose dicts are traces (or a restyle's / update's trace changes)
+
+
 def translate_figure(figure: dict[str, Any], language: str) -> dict[str, Any]:
     """A figure dict (``fig.to_dict()``) rewritten in ``language``; its message record removed.
 
-    Every string in the figure (data, layout, frames, slider steps, button arguments) that holds
-    a recorded English message gets it replaced by its translation, longest message first, and
-    only as a whole run of words (never inside a longer word).
+    Every text-bearing string in the figure (data, layout, frames, slider steps, button
+    arguments; see :data:`TEXT_KEYS`) that holds a recorded English message gets it replaced by
+    its translation, longest message first, and only as a whole run of words (never inside a
+    longer word). Ids and enumerated values are left as they are.
     """
     layout = figure.get("layout")
     meta = layout.get("meta") if isinstance(layout, dict) else None
@@ -283,16 +353,77 @@ def translate_figure(figure: dict[str, Any], language: str) -> dict[str, Any]:
 
     pattern = re.compile("|".join(edge(k) for k in sorted(table, key=len, reverse=True)))
 
-    def walk(value: Any) -> Any:
+    def walk(value: Any, key: str, in_trace: bool) -> Any:
+        """``value`` found under ``key`` (the last part of a dotted key) of a dict that is a trace
+        (``in_trace``) or not."""
         if isinstance(value, str):
-            return pattern.sub(lambda m: table[m.group(0)], value)
+            is_text = key in TEXT_KEYS or (key == "name" and in_trace)
+            return pattern.sub(lambda m: table[m.group(0)], value) if is_text else value
         if isinstance(value, list):
-            return [walk(v) for v in value]
+            return [walk_dict(v, key in _HOLD_TRACES) if isinstance(v, dict) else walk(v, key, in_trace) for v in value]
         if isinstance(value, dict):
-            return {k: walk(v) for k, v in value.items()}
+            return walk_dict(value, False)
         return value
 
-    return walk(figure)
+    def walk_dict(value: dict[str, Any], is_trace: bool) -> dict[str, Any]:
+        return {k: v if k == "meta" else walk(v, k.rsplit(".", 1)[-1], is_trace) for k, v in value.items()}
+
+    return walk_dict(figure, False)
+
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_FULL_WIDTH = "，。：；！？、（）《》「」【】“”‘’"  # punctuation that no space comes before
+_OPENING = "（《「【“‘"  # nor after these
+_SPACED = "，。：；！？、"  # nor after these (they carry their own space)
+_INLINE_SUB = re.compile(r"(?<=[^\s>;；])<sub>(.*?)</sub>")
+_SUP = re.compile(r"<sup>(.*?)</sup>")
+
+
+_SUBTITLE = re.compile(r"\s*<br>\s*(?=<(?:sub|span)\b)")  # a line break before a small second line
+_CLAUSE = {"en": "; ", "zh_CN": "；"}
+_ENDS_CLAUSE = ".,;:!?，。：；！？、"
+
+
+def plain_text(value: str, language: str = "en") -> str:
+    """Plotly rich text as plain text in ``language``: tags dropped, ``<br>`` as a space, entities
+    decoded.
+
+    A small second line (``<br><sub>…`` or ``<br><span …>``, a title's subtitle) is a clause of its
+    own: it follows a ``"; "`` (Chinese ``"；"``) unless the line before ends in punctuation. A
+    subscript written on a symbol becomes ``L_max`` (``o_(π(m))`` when it is more than a word), a
+    superscript ``2^k`` (``2^(−8/n)``); a ``<sub>`` that starts a line is just its words.
+    """
+    import html
+
+    def script(mark: str) -> Callable[[re.Match[str]], str]:
+        def write(match: re.Match[str]) -> str:
+            inner = match.group(1)
+            return f"{mark}{inner}" if re.fullmatch(r"[\w′]+|\(.*\)", inner) else f"{mark}({inner})"
+
+        return write
+
+    def subtitle(match: re.Match[str]) -> str:
+        before = html.unescape(re.sub(r"<[^>]+>", "", value[: match.start()])).rstrip()
+        return " " if not before or before[-1] in _ENDS_CLAUSE else _CLAUSE.get(_normalise(language), "; ")
+
+    value = _SUBTITLE.sub(subtitle, value).replace("<br>", " ")
+    value = _INLINE_SUB.sub(script("_"), value)
+    value = _SUP.sub(script("^"), value)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", value)).split())
+
+
+def tidy(text: str, language: str) -> str:
+    """Text joined from pieces, spaced by ``language``'s rules.
+
+    Chinese: no space between two Chinese characters (a line break inside a phrase) and none
+    before or after full-width punctuation (``（``, ``，``, ``：`` …); a space between Chinese and a
+    Latin word or a number stays, as the catalogs write it. English: spaces collapsed.
+    """
+    text = " ".join(text.split())
+    if _normalise(language) != "zh_CN":
+        return text
+    text = re.sub(rf"(?<=[{_CJK}])\s+(?=[{_CJK}])", "", text)
+    return re.sub(rf"\s+(?=[{_FULL_WIDTH}])|(?<=[{_OPENING}{_SPACED}])\s+", "", text)
 
 
 def messages_in(source: str) -> list[tuple[str, int]]:

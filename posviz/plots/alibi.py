@@ -78,7 +78,7 @@ def alibi_slopes_figure(
         raise ValueError(f"head_counts must be a non-empty list of integers >= 1, got {head_counts}")
     if active_heads not in head_counts:
         raise ValueError(f"active_heads must be one of head_counts {head_counts}, got {active_heads}")
-    percent = f"{100 * mass:g} %"
+    percent = f"{100 * mass:g}%"
 
     def traces(n: int) -> list[go.Bar]:
         slopes = alibi_slopes(n, device=_CPU, dtype=_F64)
@@ -276,7 +276,7 @@ def alibi_window_figure(
     """
     lengths = [int(n) for n in lengths]
     slopes = alibi_slopes(num_heads, device=_CPU, dtype=_F64)
-    percent = f"{100 * mass:g} %"
+    percent = f"{100 * mass:g}%"
     data = {}
     for n in lengths:
         delta = torch.arange(n)

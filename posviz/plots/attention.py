@@ -361,15 +361,16 @@ def permutation_figure(
                     hovertemplate=tr("%{text}<br>output dim %{x}: difference %{z:.2e}<extra></extra>"),
                 ),
             ]
-        numbers = " · ".join(
-            f"{name} {gap:.1e}" if gap < 1e-3 else f"{name} {gap:.2f}"
-            for name, gap in zip((tr("no position"), tr("sinusoidal"), "RoPE", "ALiBi"), gaps)
-        )
-        title = tr(
+        none, sinusoidal, rope, alibi = (f"{gap:.1e}" if gap < 1e-3 else f"{gap:.2f}" for gap in gaps)
+        title = tr(  # one message: the method names are translated with the sentence
             "shuffled: “{join}”<br><span style='font-size:12px'>max |o′<sub>m</sub> − "
-            "o<sub>π(m)</sub>|: {numbers}</span>",
+            "o<sub>π(m)</sub>|: no position {none} · sinusoidal {sinusoidal} · RoPE {rope} · "
+            "ALiBi {alibi}</span>",
             join=" ".join(shuffled),
-            numbers=numbers,
+            none=none,
+            sinusoidal=sinusoidal,
+            rope=rope,
+            alibi=alibi,
         )
         ticks = {f"yaxis{a}.ticktext": shuffled for a in ("", "2", "3")}
         steps.append((str(i), traces, {"title.text": title, "xaxis.ticktext": shuffled, **ticks}))

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import torch
 
 from ..absolute import sinusoidal_encoding
-from ..i18n import N_, tr, translatable
+from ..i18n import N_, number, tr, translatable
 from ..learned import (
     TrainingRun,
     cosine_similarity_matrix,
@@ -113,7 +113,7 @@ def learned_cost_figure(
 
     steps = [
         (
-            f"{d:,}",
+            number(f"{d:,}"),
             lambda d=d: traces(d),
             {"title.text": tr("Learned table size L<sub>max</sub> × d for d = {d:,}", d=d)},
         )

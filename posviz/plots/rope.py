@@ -17,7 +17,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from ..frequencies import rope_frequencies
-from ..i18n import N_, tr, translatable
+from ..i18n import N_, number, tr, translatable
 from ..rope import (
     apply_rope,
     rope_angles,
@@ -46,7 +46,7 @@ _LAYOUT_NAMES = (N_("interleaved"), N_("half"))  # the pair layouts, as figures 
 def base_label(base: float) -> str:
     """``10000.0 -> "10 000"``, ``31.62 -> "31.6"``: a base written for a legend or a button."""
     if float(base).is_integer():
-        return f"{int(base):,}".replace(",", " ")
+        return number(f"{int(base):,}".replace(",", " "))  # Chinese: 10000
     return f"{base:.3g}"
 
 

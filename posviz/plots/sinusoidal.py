@@ -21,7 +21,7 @@ from ..absolute import (
     sinusoidal_phase_coverage,
 )
 from ..frequencies import rope_frequencies, wavelengths
-from ..i18n import tr, translatable
+from ..i18n import number, tr, translatable
 from ._numbers import rounded
 from ._sliders import heatmap_trace, slider_figure
 
@@ -42,7 +42,7 @@ _FONT = {"size": 13}
 
 
 def _base_label(base: float) -> str:
-    return f"{base:,.0f}" if base >= 1 else f"{base:g}"
+    return number(f"{base:,.0f}") if base >= 1 else f"{base:g}"  # Chinese: 10000
 
 
 def _every(n: int) -> str:

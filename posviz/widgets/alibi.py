@@ -71,7 +71,7 @@ def _state(num_heads: int, head: int, length: int, scale: float, mass: float, sh
     lowest = float(m) * (n - 1)
     weights = alibi_distance_weights(m[0], length).numpy()
     window = int(alibi_effective_window(m[0], mass, length))
-    rule = f"ln(10)/m ≈ {math.log(10) / float(m):.1f}" if float(m) > 0 else tr("m = 0: uniform")
+    rule = f"ln(10)/mₕ ≈ {math.log(10) / float(m):.1f}" if float(m) > 0 else tr("mₕ = 0: uniform")
     ticks = list(range(n))
     others = _other_heads(slopes, head, length)
     return [
@@ -87,12 +87,12 @@ def _state(num_heads: int, head: int, length: int, scale: float, mass: float, sh
         {
             "x": np.arange(length),
             "y": weights,
-            "name": tr("weight a(δ), m = {slope}", slope=slope_label(float(m))),
+            "name": tr("weight a(δ), mₕ = {slope}", slope=slope_label(float(m))),
         },
         {
             "x": [window, window],
             "y": [1e-9, 1.0],
-            "name": tr("{value:g} % window: w = {window} ({rule})", value=100 * mass, window=window, rule=rule),
+            "name": tr("{value:g}% window: w = {window} ({rule})", value=100 * mass, window=window, rule=rule),
         },
     ]
 
