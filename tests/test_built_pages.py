@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import posviz
+
 ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("POSVIZ_SITE", ROOT / "_build" / "html"))
 PAGES = sorted(SITE.glob("book/*.html")) + sorted(SITE.glob("zh/book/*.html")) if SITE.exists() else []
@@ -115,3 +117,196 @@ def test_chinese_pages_declare_their_language_and_link_their_twin(page: Path) ->
     assert f'href="../zh/{page.relative_to(SITE / "zh").as_posix()}" hreflang="zh-CN"' in twin.read_text(
         encoding="utf-8"
     ).replace('href="../zh/book/', 'href="../zh/book/')
+
+
+# --- The Chinese edition against its English twin: equations, UI words, figure text, citations ---
+
+EN_PAGES = [p for p in PAGES if p.relative_to(SITE).parts[0] != "zh" and (SITE / "zh" / p.relative_to(SITE)).exists()]
+DISPLAY_MATH = re.compile(r'<div class="math notranslate nohighlight"[^>]*>(.*?)</div>', re.S)
+INLINE_MATH = re.compile(r'<span class="math notranslate nohighlight">(.*?)</span>', re.S)
+EQNO = re.compile(r'<span class="eqno">.*?</span>', re.S)
+TEXT_WORDS = re.compile(r"\\(text|textrm|textit|textbf|textsf|mbox)\s*\{(?:[^{}]|\{[^{}]*\})*\}")
+
+
+def _twin(page: Path) -> Path:
+    return SITE / "zh" / page.relative_to(SITE)
+
+
+def _equations(page: Path) -> dict[str, list[str]]:
+    """A page's display and inline equations (TeX as MathJax reads it), in page order."""
+    text = page.read_text(encoding="utf-8")
+    display = []
+    for block in DISPLAY_MATH.findall(text):
+        tex = html.unescape(re.sub(r"<[^>]+>", "", EQNO.sub("", block)))
+        display += re.findall(r"\\\[(.*?)\\\]", tex, re.S) or [tex]
+    inline = [html.unescape(re.sub(r"<[^>]+>", "", m)) for m in INLINE_MATH.findall(text)]
+    inline = [m[2:-2] if m.startswith("\\(") and m.endswith("\\)") else m for m in inline]
+    return {"display": [" ".join(m.split()) for m in display], "inline": [" ".join(m.split()) for m in inline]}
+
+
+def _without_words(tex: str) -> str:
+    """The equation up to what a translation may change: the words of its ``\\text{...}``."""
+    return " ".join(TEXT_WORDS.sub(lambda m: f"\\{m[1]}{{}}", tex).split())
+
+
+def test_the_equation_comparison_sees_a_lost_and_a_changed_equation() -> None:
+    assert _without_words("a \\quad \\text{for every } m") == _without_words("a \\quad \\text{对所有 {x}} m")
+    assert _without_words("a \\text{x} m") != _without_words("::")
+    assert _without_words("\\operatorname{Attn}(X)") != _without_words("\\operatorname{注意力}(X)")
+
+
+@pytest.mark.parametrize("page", EN_PAGES, ids=lambda p: p.relative_to(SITE).as_posix())
+def test_every_equation_is_in_the_chinese_twin(page: Path) -> None:
+    """Same count of display and of inline equations, none empty, the same TeX up to the words in
+    its ``\\text{...}`` (the first Chinese edition showed six display equations as ``\\[::\\]``)."""
+    english, chinese = _equations(page), _equations(_twin(page))
+    for kind in ("display", "inline"):
+        empty = [m for m in chinese[kind] if not m.strip() or m.strip() == "::"]
+        assert not empty, f"{kind} equations empty in the Chinese {page.name}: {len(empty)} ({empty[:3]})"
+        en = sorted(_without_words(m) for m in english[kind])
+        zh = sorted(_without_words(m) for m in chinese[kind])
+        missing = [m for m in en if m not in zh]
+        extra = [m for m in zh if m not in en]
+        assert len(en) == len(zh) and not missing and not extra, (
+            f"{page.name}: {len(en)} English {kind} equations, {len(zh)} Chinese; "
+            f"missing in Chinese {missing[:4]}, not in English {extra[:4]}"
+        )
+
+
+# Names stay in Latin letters on a Chinese page: the lab's method ids (results.json's keys, quoted
+# as `none` in the Chinese prose), libraries, function names of formulas, and any word with a
+# capital or a digit (RoPE, ALiBi, T5, CPU, MiB).
+METHOD_IDS = ("none", "sinusoidal", "learned", "shaw", "t5", "rope", "alibi", "rope-pi", "rope-ntk")
+FORMULA_NAMES = ("max", "min", "softmax", "ln", "log", "exp", "sin", "cos", "clip", "argmax")
+UNITS = ("ms", "nat", "nats", "px")
+UI_SKIP = "pre, code, script, style, mjx-container, .math, .bibliography, .citation, .cite"
+QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"|‘[^’]*’")
+IDENTIFIER = re.compile(r"[\w′-]*[_.^][\w′.-]+|\b[A-Za-z]+(?=\()")
+
+
+def _ui_texts(page: Path) -> list[str]:
+    """The words a page's tables (every cell) and figure descriptions (name and words) show, with
+    code, math, quoted examples and identifiers taken out. The glossary's English column is
+    English by design."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    main = soup.select_one("main") or soup
+    if page.stem == "glossary":
+        for row in main.select("table tr"):
+            cells = row.find_all(["td", "th"])
+            if cells:
+                cells[0].decompose()
+    texts = []
+    for figure in main.select("figure.posviz-figure"):
+        words = figure.select_one(".posviz-figure-words p")
+        texts += [figure.get("aria-label", ""), words.get_text(" ") if words else ""]
+    for node in main.select(UI_SKIP):
+        node.decompose()
+    texts += [cell.get_text(" ") for cell in main.select("table th, table td")]
+    return [IDENTIFIER.sub(" ", QUOTED.sub(" ", " ".join(t.split()))) for t in texts]
+
+
+def _latin_words(text: str) -> list[str]:
+    return [
+        w
+        for w in re.findall(r"[A-Za-z][A-Za-z'-]*[A-Za-z]", text)
+        if not re.search(r"[A-Z0-9]", w)
+        and w not in (*METHOD_IDS, *FORMULA_NAMES, *UNITS, *posviz.__all__)
+        and not NAMES.match(w)
+    ]
+
+
+def _ui_words_left(page: Path) -> dict[str, str]:
+    """English UI words (those of the English twin's tables and figure descriptions) on a Chinese
+    page's tables and figure descriptions: word -> where."""
+    vocabulary = {w for text in _ui_texts(SITE / page.relative_to(SITE / "zh")) for w in _latin_words(text)}
+    left: dict[str, str] = {}
+    for text in _ui_texts(page):
+        for word in _latin_words(text):
+            if word in vocabulary:
+                left.setdefault(word, text[:80])
+    return left
+
+
+def test_the_ui_word_check_sees_english_cells() -> None:
+    english = SITE / "book" / "extrapolation.html"
+    words = {w for text in _ui_texts(english) for w in _latin_words(text)}
+    assert {"method", "perplexity"} <= words and "rope" not in words and "softmax" not in words
+
+
+@pytest.mark.parametrize("page", ZH_PAGES, ids=lambda p: p.relative_to(SITE).as_posix())
+def test_chinese_tables_and_figure_descriptions_leave_no_english_ui_words(page: Path) -> None:
+    left = _ui_words_left(page)
+    assert not left, f"{page.name}: English UI words in tables or figure descriptions: {sorted(left.items())[:12]}"
+
+
+def _figure_texts(page: Path) -> list[str]:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    texts = []
+    for figure in soup.select("figure.posviz-figure"):
+        words = figure.select_one(".posviz-figure-words p")
+        texts += [figure.get("aria-label", ""), words.get_text() if words else ""]
+    return texts
+
+
+# A subscript mark joins a symbol and its index (L_max, θ_i, o_π(m)); any other "_" was left by
+# joining pieces (" _max |weights|", "_长行规则": a subtitle taken for a subscript).
+STRAY_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9\u0370-\u03ff′')\]])_|_(?![A-Za-z0-9\u0370-\u03ff(])")
+FULL_WIDTH = "，。；：、！？）」』】（「『【"
+SPACE_AT_FULL_WIDTH = re.compile(rf"[ \u00a0][{FULL_WIDTH[:10]}]|[{FULL_WIDTH[:7] + FULL_WIDTH[10:]}][ \u00a0]")
+HAN = "\u3400-\u9fff"
+SPACE_IN_CHINESE = re.compile(rf"[{HAN}][ \u00a0]+[{HAN}]")
+
+
+def _marks(texts: list[str], pattern: re.Pattern[str]) -> list[str]:
+    return [t[max(0, m.start() - 12) : m.end() + 12] for t in texts for m in pattern.finditer(t)]
+
+
+def test_the_figure_text_checks_see_stray_marks() -> None:
+    assert _marks(["0.5 _max |权重|", "4 (L = 2048) _长行规则"], STRAY_UNDERSCORE)
+    assert not _marks(["L_max = 64, θ_i, o′_m − o_π(m), num_buckets"], STRAY_UNDERSCORE)
+    assert len(_marks(["12 个头： 8 头的斜率 ，再隔一取一", "（0.5 及以上）"], SPACE_AT_FULL_WIDTH)) == 2
+    assert _marks(["截断后 偏移"], SPACE_IN_CHINESE) and not _marks(["长度 64 字节"], SPACE_IN_CHINESE)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(SITE).as_posix())
+def test_figure_descriptions_have_no_stray_underscore(page: Path) -> None:
+    stray = _marks(_figure_texts(page), STRAY_UNDERSCORE)
+    assert not stray, f"{page.name}: stray '_' in figure descriptions: {stray[:6]}"
+
+
+@pytest.mark.parametrize("page", ZH_PAGES, ids=lambda p: p.relative_to(SITE).as_posix())
+def test_chinese_figure_descriptions_have_no_space_at_full_width_punctuation(page: Path) -> None:
+    spaced = _marks(_figure_texts(page), SPACE_AT_FULL_WIDTH)
+    assert not spaced, f"{page.name}: a space beside full-width punctuation: {spaced[:6]}"
+
+
+@pytest.mark.parametrize("page", ZH_PAGES, ids=lambda p: p.relative_to(SITE).as_posix())
+def test_chinese_figure_descriptions_have_no_space_between_chinese_characters(page: Path) -> None:
+    spaced = _marks(_figure_texts(page), SPACE_IN_CHINESE)
+    assert not spaced, f"{page.name}: a space between two Chinese characters: {spaced[:6]}"
+
+
+# Citations: sphinxcontrib-bibtex's author-year form in the edition's language (posviz.sphinxext).
+CITATION = re.compile(
+    r'<span class="bibtex-citation"[^>]*>.*?</span>|\[<a class="reference internal"[^>]*>.*?</a>\]', re.S
+)
+
+
+def _citations(page: Path) -> list[str]:
+    text = CODE.sub("", page.read_text(encoding="utf-8"))
+    return [" ".join(re.sub(r"<(?!/?em\b)[^>]+>", "", c).split()) for c in CITATION.findall(text)]
+
+
+@pytest.mark.parametrize("page", [p for p in EN_PAGES if p.stem not in ("api", "references")], ids=lambda p: p.stem)
+def test_citations_read_chinese_in_chinese_and_english_in_english(page: Path) -> None:
+    english, chinese = _citations(page), _citations(_twin(page))
+    assert len(english) == len(chinese), f"{page.name}: {len(english)} citations in English, {len(chinese)} in Chinese"
+    latin = [c for c in chinese if "et al." in c or " and " in c]
+    assert not latin, f"{page.name}: citations in English form on the Chinese page: {latin[:4]}"
+    if any("et al." in c for c in english):
+        assert any("等人" in c for c in chinese), f"{page.name}: no citation in Chinese form: {chinese[:4]}"
+        assert not any("等人" in c for c in english)
