@@ -4,8 +4,6 @@ results schema, figures, CLI)."""
 from __future__ import annotations
 
 import hashlib
-import importlib
-import importlib.util
 import json
 import math
 import re
@@ -21,7 +19,8 @@ from posviz.lab import ALL_METHODS, GPT, METHODS, GPTConfig, LabConfig, run_expe
 from posviz.lab.data import eval_windows, load_text, sample_batch
 from posviz.lab.evaluate import evaluate
 from posviz.lab.memory import peak_bytes
-from posviz.lab.results import format_tables, load_results, save_results, validate_results
+from posviz.lab.results import load_results, save_results, validate_results
+from posviz.lab.tables import format_tables
 from posviz.lab.train import TrainConfig, lr_at, seed_everything, train
 
 TINY = {"n_layer": 1, "n_head": 2, "n_embd": 16}
@@ -115,19 +114,19 @@ def test_method_calls_its_posviz_function(monkeypatch, method, owner, name):
 
 @pytest.mark.parametrize("method", METHODS)
 def test_attention_is_posviz_attention_with_causal_mask(monkeypatch, method):
-    # Shaw's module calls posviz's attention function through its own module's name for it (or
-    # imports it when called); everyone else goes through the model's reference.
-    owner = lab_model
+    # Shaw's module computes its own scores and applies posviz.attention's mask rule
+    # (posviz.dot_product.masked_softmax, causal third); everyone else calls posviz.attention.
     if method == "shaw":
-        owner = sys.modules[posviz.ShawRelativePosition.__module__]
-        if not callable(getattr(owner, "attention", None)):
-            found = importlib.util.find_spec("posviz.dot_product")
-            owner = importlib.import_module("posviz.dot_product" if found else "posviz.attention")
-    calls = spy(monkeypatch, owner, "attention")
+        calls = spy(monkeypatch, sys.modules[posviz.ShawRelativePosition.__module__], "masked_softmax")
+    else:
+        calls = spy(monkeypatch, lab_model, "attention")
     model = tiny_model(method, n_layer=2)
     model(torch.randint(0, 256, (2, 8)))
     assert len(calls) == 2  # one per layer
-    assert all(kw.get("causal") is True for _, kw in calls)
+    if method == "shaw":
+        assert all(args[2] is True for args, _ in calls)
+    else:
+        assert all(kw.get("causal") is True for _, kw in calls)
 
 
 def test_no_position_method_calls_no_position_function(monkeypatch):
@@ -508,3 +507,22 @@ def test_perplexity_axis_labels_whole_values(tiny_results):
     if fig.layout.yaxis.tickmode == "array":
         assert min(ticks) <= max(values) and max(ticks) >= min(values)
         assert list(fig.layout.yaxis.ticktext) == [f"{t:g}" for t in ticks]
+
+
+def test_every_length_scores_the_same_tokens_whatever_the_remainder():
+    """Bug: windows cut to their own length instead of the longest; the pydoc split passed it by the
+    coincidence (N - 1) mod 32 = 4 < 8. Here (N - 1) mod 32 = 13."""
+    tokens = torch.arange(32 * 5 + 13 + 1) % 256
+    assert (len(tokens) - 1) % 32 == 13
+    ys = [eval_windows(tokens, length, 32)[1].flatten() for length in (8, 16, 32)]
+    assert all(torch.equal(y, ys[0]) for y in ys) and len(ys[0]) == 32 * 5
+
+
+def test_token_embeddings_are_scaled_by_sqrt_d():
+    """Bug: the sqrt(d) embedding scale dropped (Vaswani et al. 3.4)."""
+    model = GPT(GPTConfig(method="none", block_size=8, **TINY), seed=0)
+    seen = []
+    model.blocks[0].register_forward_pre_hook(lambda module, args: seen.append(args[0].detach()))
+    idx = torch.randint(0, 256, (2, 8))
+    model(idx)
+    torch.testing.assert_close(seen[0], model.wte(idx).detach() * math.sqrt(TINY["n_embd"]))

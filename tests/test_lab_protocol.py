@@ -25,11 +25,11 @@ from posviz.lab.model import BeyondLearnedTable
 from posviz.lab.results import (
     inside_spread,
     paired_differences,
-    paired_table,
     summarize,
     summarize_lists,
     validate_results,
 )
+from posviz.lab.tables import paired_table
 from posviz.lab.train import TrainConfig, lr_at, train
 
 TINY = {"n_layer": 1, "n_head": 2, "n_embd": 16}
@@ -399,7 +399,8 @@ def test_publish_refuses_anything_but_the_full_configuration(tmp_path, monkeypat
     from posviz.lab.cli import main
 
     check_publishable(full_config(device="cuda"))  # the full run on another device: fine
-    for change in ({"seeds": [0]}, {"methods": ["alibi"]}, {"train": TrainConfig(steps=2)}, {"mode": "quick"}):
+    short = TrainConfig(steps=2, warmup_steps=1)
+    for change in ({"seeds": [0]}, {"methods": ["alibi"]}, {"train": short}, {"mode": "quick"}):
         with pytest.raises(ValueError, match="full configuration"):
             check_publishable(full_config(**change))
     target = tmp_path / "published" / "extrapolation.json"
@@ -455,3 +456,171 @@ def test_cpu_memory_uses_no_private_profiler_api_and_leaves_stderr_alone(monkeyp
     assert peaks["small"] < 100_000 and 8_000_000 <= peaks["big"] < 8_100_000
     source = inspect.getsource(lab_memory)
     assert "kineto_results" not in source and "_quiet_stderr" not in source and ".profiler.profiler" not in source
+
+
+# --- issue 21: the protocol's choices, checked where they are made ------------------------------------
+
+
+def test_choose_multiplier_ranks_on_validation_and_breaks_ties_to_the_smaller():
+    """Bugs: choosing on the training loss; a tie going to the larger multiplier."""
+    from posviz.lab.experiment import choose_multiplier
+
+    grid = [  # training and validation losses rank the three points differently
+        {"position_lr_mult": 1.0, "validation_loss": 3.0, "final_train_loss": 1.0},
+        {"position_lr_mult": 10.0, "validation_loss": 1.0, "final_train_loss": 3.0},
+        {"position_lr_mult": 30.0, "validation_loss": 2.0, "final_train_loss": 2.0},
+    ]
+    assert choose_multiplier(grid) == 10.0
+    tie = [  # listed largest first, so neither the list order nor max() can pass by accident
+        {"position_lr_mult": 100.0, "validation_loss": 1.5, "final_train_loss": 1.0},
+        {"position_lr_mult": 30.0, "validation_loss": 1.5, "final_train_loss": 2.0},
+        {"position_lr_mult": 1.0, "validation_loss": 2.5, "final_train_loss": 0.5},
+    ]
+    assert choose_multiplier(tie) == 30.0
+    with pytest.raises(ValueError, match="at least one grid point"):
+        choose_multiplier([])
+
+
+def _experiment_cfg(**kw) -> LabConfig:
+    base = dict(
+        methods=["none", "t5"],
+        seeds=[0],
+        train_len=16,
+        eval_multipliers=[1],
+        model=dict(TINY),
+        train=TrainConfig(steps=2, warmup_steps=1, batch_size=2, log_every=1),
+        eval_tokens_per_batch=64,
+        eval_max_tokens=64,
+        validation_max_tokens=64,
+        position_lr_grid=[10.0],
+        mode="test",
+    )
+    return LabConfig(**{**base, **kw})
+
+
+def test_run_experiment_chooses_on_validation_over_a_three_point_grid(monkeypatch):
+    """Bug: the search ranking the grid by the training loss (a two-point grid ranked both the same)."""
+    import posviz.lab.experiment as lab_experiment
+
+    validation = iter([3.0, 1.0, 2.0])  # the grid points in order: x1, x10, x30
+    training = iter([1.0, 3.0, 2.0])  # the opposite choice on the training loss
+    real_train = lab_experiment.train
+
+    def fake_train(*a, **kw):
+        result = real_train(*a, **kw)
+        result.final_loss = next(training)
+        return result
+
+    monkeypatch.setattr(lab_experiment, "mean_loss", lambda *a, **kw: next(validation))
+    monkeypatch.setattr(lab_experiment, "train", fake_train)
+    r = run_experiment(_experiment_cfg(methods=["t5"], position_lr_grid=[1.0, 10.0, 30.0]), progress=False)
+    t5 = r["methods"]["t5"]
+    assert [p["validation_loss"] for p in t5["lr_search"]] == [3.0, 1.0, 2.0]
+    assert [p["final_train_loss"] for p in t5["lr_search"]] == [1.0, 3.0, 2.0]
+    assert t5["position_lr_mult"] == 10.0 and t5["seeds"][0]["position_lr_mult"] == 10.0
+
+
+def test_run_experiment_gives_every_method_of_a_seed_the_same_initial_weights(monkeypatch):
+    """Bug: run_experiment seeding each method's model its own way (pairing was tested on GPT only)."""
+    import posviz.lab.experiment as lab_experiment
+
+    made: list[tuple[str, int | None, dict]] = []
+
+    class Recording(GPT):
+        def __init__(self, cfg, seed=None):
+            super().__init__(cfg, seed=seed)
+            made.append((cfg.method, seed, {k: p.detach().clone() for k, p in self.shared_parameters()}))
+
+    monkeypatch.setattr(lab_experiment, "GPT", Recording)
+    run_experiment(_experiment_cfg(methods=["none", "learned", "t5", "rope"], seeds=[3, 4]), progress=False)
+    by_seed: dict = {}  # the last model made per (seed, method): the trained one (after the memory probe)
+    for method, seed, shared in made:
+        by_seed.setdefault(seed, {})[method] = shared
+    assert set(by_seed) == {3, 4} and all(set(v) == {"none", "learned", "t5", "rope"} for v in by_seed.values())
+    for seed, models in by_seed.items():
+        reference = models["none"]
+        for method, shared in models.items():
+            assert all(torch.equal(shared[k], reference[k]) for k in reference), (seed, method)
+    assert not torch.equal(by_seed[3]["none"]["wte.weight"], by_seed[4]["none"]["wte.weight"])
+
+
+def test_gpt_without_a_seed_draws_it_before_building_its_modules():
+    """Bug: the seed drawn from the global generator after the modules were built, whose number of
+    draws depends on the method, so learned / t5 / shaw models got other shared weights."""
+    shared = {}
+    for method in ("none", "learned", "t5", "shaw"):
+        torch.manual_seed(11)
+        shared[method] = dict(GPT(GPTConfig(method=method, block_size=16, **TINY)).shared_parameters())
+    for method, params in shared.items():
+        assert all(torch.equal(p, shared["none"][k]) for k, p in params.items()), method
+
+
+def test_training_overlap_counts_windows_that_hold_a_heldout_string():
+    """Bug: training_windows_with_heldout_ngram written as 0 and then "validated"; it is measured."""
+    from posviz.lab.data import Corpus, training_overlap
+    from posviz.lab.overlap import ngram_hits, windows_with_ngram
+
+    held = torch.tensor(list(b"Q" * 3 + bytes(range(100, 170)) + b"Q" * 3))  # a 70-byte string
+    train = torch.cat([torch.tensor(list(b"a" * 50)), held[3:73], torch.tensor(list(b"b" * 80))])
+    unguarded = Corpus(train=train, heldout=held, info={})  # no taint mask: every start allowed
+    measured = training_overlap(unguarded, 64)["training_windows_with_heldout_ngram"]
+    hits = ngram_hits(train, ngram_set(held))
+    starts = unguarded.train_starts(64)
+    expected = sum(any(hits[s : s + 2].tolist()) for s in starts.tolist()) / len(starts)  # 2 strings per window
+    assert measured == pytest.approx(expected) and 0 < measured < 1
+    assert windows_with_ngram(hits, starts, 16) == 0  # a 17-byte window cannot hold a 64-byte string
+    guarded = Corpus(train=train, heldout=held, info={}, train_tainted=lab_data.tainted_bytes(train, ngram_set(held)))
+    assert training_overlap(guarded, 64)["training_windows_with_heldout_ngram"] == 0.0
+
+
+def test_one_seed_differences_say_so_in_the_table_and_the_figure(searched):
+    """Bug: a one-seed difference (inside_spread None) drawn filled and called "outside the seed spread"."""
+    from posviz.lab import paired_difference_figure
+    from posviz.lab.figures import ONE_SEED_SYMBOL
+    from posviz.lab.results import paired_summary
+    from posviz.lab.tables import spread_words
+
+    one = json.loads(json.dumps(searched))
+    one["config"]["seeds"] = [0]
+    for m in one["methods"].values():
+        m["seeds"] = m["seeds"][:1]
+    one["paired"] = paired_summary(one, "none")
+    assert one["paired"]["methods"]["alibi"]["inside_spread"] == [None, None]
+    row = next(line for line in paired_table(one).splitlines() if line.startswith("| alibi |"))
+    assert row.count("(one seed: no spread)") == 2 and "inside" not in row
+    fig = paired_difference_figure(one)
+    trace = next(t for t in fig.data if t.name == "ALiBi")
+    assert list(trace.marker.symbol) == [ONE_SEED_SYMBOL] * 2 and ONE_SEED_SYMBOL not in ("circle", "circle-open")
+    assert all("one seed: no spread" in h and "outside" not in h for h in trace.hovertext)
+    assert "one seed: no spread" in fig.layout.title.text and "open marker" not in fig.layout.title.text
+    assert spread_words(None) == "one seed: no spread" and spread_words(False) == "outside the seed spread"
+
+
+def test_publish_takes_only_the_float32_posviz_attention_path(tmp_path, monkeypatch, capsys):
+    """Bug: --publish accepting a bf16 / SDPA / compiled run."""
+    import posviz.lab.experiment as lab_experiment
+    from posviz.lab.cli import main
+
+    check_publishable(full_config(device="cuda", world_size=2))  # where it runs may differ
+    for change, flag in (({"precision": "bf16"}, "--precision fp32"), ({"attention": "sdpa"}, "--attention posviz"),
+                         ({"compile": True}, "no --compile")):
+        with pytest.raises(ValueError, match="float32 posviz.attention path") as err:
+            check_publishable(full_config(**change))
+        assert flag in str(err.value)
+    monkeypatch.setattr(lab_experiment, "run_experiment", lambda *a, **kw: pytest.fail("must not run"))
+    monkeypatch.chdir(tmp_path)
+    for flags in (["--precision", "bf16"], ["--attention", "sdpa"], ["--compile"]):
+        assert main([*flags, "--publish", "--no-progress", "--device", "cpu"]) == 2
+        assert "float32 posviz.attention path" in capsys.readouterr().err
+
+
+def test_config_rejects_an_unknown_baseline_and_ntk_with_head_size_two():
+    with pytest.raises(ValueError, match="baseline must be one of"):
+        LabConfig(baseline="nope")
+    with pytest.raises(ValueError, match="rope-ntk needs a head size"):
+        LabConfig(methods=["rope-ntk"], model={"n_layer": 1, "n_head": 8, "n_embd": 16})
+    model = GPT(GPTConfig(method="rope", block_size=4, n_layer=1, n_head=8, n_embd=16), seed=0)
+    with pytest.raises(ValueError, match="rope-ntk needs a head size"):
+        model.set_rope_scaling("ntk")
+    model.set_rope_scaling("pi")  # the other variant is fine at head size 2
+    assert torch.isfinite(model(torch.randint(0, 256, (1, 8)))).all()

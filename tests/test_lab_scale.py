@@ -247,21 +247,29 @@ def test_file_corpus_is_split_into_contiguous_blocks_with_its_sha256(tmp_path):
 @pytest.mark.parametrize(
     ("flags", "env", "message"),
     [
-        (["--heads", "3", "--d-model", "64"], {}, "--heads 3 must divide --d-model 64"),
-        (["--heads", "4", "--d-model", "36"], {}, "head size --d-model/--heads = 36/4 = 9 must be even"),
+        (["--heads", "3", "--d-model", "64"], {}, r"--heads 3\) must divide n_embd=64 \(--d-model 64"),
+        (["--heads", "4", "--d-model", "36"], {}, r"head size .*\(--d-model/--heads\) = 36/4 = 9 must be even"),
         (["--batch-size", "30"], {"WORLD_SIZE": "4"}, "--batch-size 30 must be divisible by the number of processes"),
         (["--resume"], {}, "--resume needs --checkpoint-every"),
         (["--warmup", "5", "--steps", "5"], {}, "--warmup 5 must be smaller than --steps 5"),
         (["--train-len", "64", "--corpus", "SMALL"], {}, "shorter than the longest evaluation length 1024"),
         (["--corpus", "BINARY"], {}, "--corpus .*bin.txt is not UTF-8"),
         (["--quick", "--preset", "gpu"], {}, "--quick is --preset quick"),
+        # 1000 bytes: 100 held out (enough for L = 64), 50 of validation (no window of 65 bytes)
+        (["--train-len", "64", "--eval-multipliers", "1", "--corpus", "TINY"], {}, "validation split .* no window"),
+        (["--train-len", "64", "--eval-multipliers", "1", "--corpus", "TINY"], {}, "--corpus .* at least 1321 bytes"),
+        (["--replot"], {}, "--replot: there is no .*results.json"),
+        (["--publish", "--precision", "bf16"], {}, "--publish takes the float32 posviz.attention path"),
     ],
 )
 def test_cli_names_the_flag_of_bad_input(flags, env, message, tmp_path, monkeypatch, capsys):
-    small, binary = tmp_path / "small.txt", tmp_path / "bin.txt"
+    small, binary, tiny = tmp_path / "small.txt", tmp_path / "bin.txt", tmp_path / "tiny.txt"
     small.write_text("posviz " * 1100, encoding="utf-8")  # 770 held-out bytes
     binary.write_bytes(b"\xff" * 5000)
-    flags = [{"SMALL": str(small), "BINARY": str(binary)}.get(f, f) for f in flags]
+    import random
+
+    tiny.write_text("".join(random.Random(0).choices("abcdefghijklmnopqrstuvwxyz .", k=1000)), encoding="utf-8")
+    flags = [{"SMALL": str(small), "BINARY": str(binary), "TINY": str(tiny)}.get(f, f) for f in flags]
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     ran = []
@@ -275,6 +283,35 @@ def test_cli_names_the_flag_of_bad_input(flags, env, message, tmp_path, monkeypa
     with pytest.raises(SystemExit):
         main(["--d-model", "0"])  # argparse: "must be > 0"
     assert "--d-model: must be > 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "flag"),
+    [(["--threads", "0"], "--threads"), (["--device", "foo"], "--device"), (["--device", "cpu:abc"], "--device")],
+)
+def test_cli_rejects_bad_flag_values_as_argparse_does(flags, flag, capsys):
+    """Bugs: --threads 0, --device foo and --device cpu:abc ending in a torch traceback."""
+    with pytest.raises(SystemExit) as stop:
+        main([*flags, "--no-progress"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}" in err and "Traceback" not in err
+
+
+def test_small_corpus_is_refused_before_training_not_in_mean_loss(tmp_path):
+    """Bug: a corpus whose validation block holds no window trained, then divided by zero."""
+    import random
+
+    from posviz.lab.config import check_corpus
+
+    path = tmp_path / "tiny.txt"
+    path.write_text("".join(random.Random(0).choices("abcdefghijklmnopqrstuvwxyz .", k=1000)), encoding="utf-8")
+    cfg = LabConfig(methods=["alibi"], seeds=[0], train_len=64, eval_multipliers=[1], model=dict(TINY),
+                    train=TrainConfig(steps=2, warmup_steps=1, batch_size=2), corpus=str(path), mode="test")
+    with pytest.raises(ValueError, match="--corpus .* needs at least 1321 bytes"):
+        check_corpus(load_file_corpus(path), cfg)
+    with pytest.raises(ValueError, match="validation split"):
+        run_experiment(cfg, progress=False)
 
 
 def test_cli_corpus_and_model_flags_reach_the_results(tmp_path, capsys):

@@ -34,12 +34,15 @@ def test_deterministic_restores_the_callers_setting():
 def test_run_experiment_restores_determinism_and_the_global_generator(monkeypatch):
     seen = {}
 
-    def fake_run(cfg, *, progress, **runtime):
-        seen["deterministic"] = torch.are_deterministic_algorithms_enabled()
-        seed_everything(123)  # what a run does
-        return {"ok": True}
+    class FakeRun:
+        def __init__(self, cfg, rt, *, progress, resume):
+            seen["deterministic"] = torch.are_deterministic_algorithms_enabled()
+            seed_everything(123)  # what a run does
 
-    monkeypatch.setattr(experiment, "_run_experiment", fake_run)
+        def results(self):
+            return {"ok": True}
+
+    monkeypatch.setattr(experiment, "_Run", FakeRun)
     torch.use_deterministic_algorithms(False)
     torch.manual_seed(0)
     expected = torch.rand(3)

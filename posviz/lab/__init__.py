@@ -123,7 +123,8 @@ mean is no larger than their standard deviation (:func:`inside_spread`). Read a 
 :func:`cost_figure` and :func:`inference_at_length_figure`.
 """
 
-from .experiment import PRESETS, LabConfig, full_config, gpu_config, quick_config, run_experiment
+from .config import PRESETS, LabConfig, full_config, gpu_config, quick_config
+from .experiment import run_experiment
 from .figures import (
     cost_figure,
     inference_at_length_figure,
@@ -136,19 +137,26 @@ from .figures import (
 from .model import ALL_METHODS, GPT, METHODS, ROPE_VARIANTS, GPTConfig
 from .results import (
     PUBLISHED,
-    cost_table,
-    format_tables,
     inside_spread,
     load_previous,
     load_published,
     load_results,
-    lr_search_table,
     paired_differences,
-    paired_table,
     perplexity_ratio,
-    perplexity_table,
     save_results,
     validate_results,
+)
+from .tables import (
+    Table,
+    cost_table,
+    format_tables,
+    lr_search_table,
+    lr_sensitivity,
+    lr_sensitivity_table,
+    paired_table,
+    perplexity_table,
+    previous_run_table,
+    spread_words,
 )
 
 __all__ = [
@@ -160,6 +168,7 @@ __all__ = [
     "ROPE_VARIANTS",
     "GPTConfig",
     "LabConfig",
+    "Table",
     "cost_figure",
     "cost_table",
     "format_tables",
@@ -171,6 +180,8 @@ __all__ = [
     "load_published",
     "load_results",
     "lr_search_table",
+    "lr_sensitivity",
+    "lr_sensitivity_table",
     "paired_difference_figure",
     "paired_differences",
     "paired_table",
@@ -178,9 +189,11 @@ __all__ = [
     "perplexity_figure",
     "perplexity_ratio",
     "perplexity_table",
+    "previous_run_table",
     "quick_config",
     "run_experiment",
     "save_results",
+    "spread_words",
     "training_curve_figure",
     "validate_results",
     "write_figures",

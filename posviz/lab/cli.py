@@ -23,9 +23,11 @@ number of processes. On CUDA the forward passes run under bf16 autocast with PyT
 attention where a method allows (``--precision``, ``--attention``); on the CPU the defaults are
 float32 and :func:`posviz.attention`, the path of the published numbers.
 
-``--publish`` refuses anything but the full configuration (:func:`posviz.lab.experiment.check_publishable`:
-only ``--device``, ``--threads``, ``--checkpoints``, ``--out``, how the run executes (processes,
-precision, attention kernel, compile, checkpoints) and the display options may be given) and
+``--publish`` refuses anything but the full configuration computed the way the chapter describes,
+in float32 through :func:`posviz.attention` without compilation
+(:func:`posviz.lab.config.check_publishable`: only ``--device``, ``--threads``, ``--checkpoints``,
+``--checkpoint-every``, ``--out``, the number of processes and the display options may be given;
+on CUDA add ``--precision fp32 --attention posviz``, since bf16 autocast and SDPA are its defaults there) and
 writes the results JSON into the package, ``posviz/lab/published/extrapolation.json``
 (:data:`posviz.lab.results.PUBLISHED`, read by :func:`posviz.lab.load_published`): the one copy
 the book and the installed package use. It writes HTML figures only when ``--out`` is given.
@@ -59,6 +61,21 @@ def _positive(kind: type):
         return value
 
     return parse
+
+
+def _device(text: str) -> str:
+    """``--device``: a torch device string (``cpu``, ``cuda``, ``cuda:1``), checked by torch's own parser."""
+    import torch
+
+    try:
+        device = torch.device(text)
+    except (RuntimeError, ValueError) as err:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a torch device (e.g. cpu, cuda, cuda:1): {str(err).splitlines()[0]}"
+        ) from None
+    if device.type not in ("cpu", "cuda"):
+        raise argparse.ArgumentTypeError(f"the lab runs on cpu or cuda, got {text!r}")
+    return text
 
 
 def _non_negative(text: str) -> int:
@@ -148,13 +165,14 @@ def build_parser() -> argparse.ArgumentParser:
     hw = p.add_argument_group("how to run")
     hw.add_argument(
         "--device",
+        type=_device,
         default=None,
         help="torch device (default: cuda when torch.cuda.is_available(), else cpu; chosen here, not by "
         "posviz.default_device; under torchrun on CUDA each process takes cuda:LOCAL_RANK)",
     )
     hw.add_argument(
         "--threads",
-        type=int,
+        type=_positive(int),
         default=None,
         help="torch.set_num_threads (default: torch's choice). Use 1 on a shared machine: with 2 threads "
         "on 2 busy cores training slowed down ~10x; results are identical for the same thread count",
@@ -198,8 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument(
         "--publish",
         action="store_true",
-        help="full runs only: write the results JSON into the package (posviz/lab/published/"
-        "extrapolation.json), the copy the book shows; with --replot: redraw from that copy",
+        help="full runs on the float32 posviz.attention path only (on CUDA: --precision fp32 --attention posviz): "
+        "write the results JSON into the package (posviz/lab/published/extrapolation.json), the copy the book "
+        "shows; with --replot: redraw from that copy",
     )
     out.add_argument(
         "--plotlyjs",
@@ -223,8 +242,6 @@ def _overrides(args: argparse.Namespace, base: object) -> dict:
 
     overrides: dict = {}
     if args.train_len is not None:
-        if args.train_len < 2:
-            raise ValueError(f"--train-len must be >= 2, got {args.train_len}")
         overrides["train_len"] = args.train_len
     if args.methods is not None:
         overrides["methods"] = [m for group in args.methods for m in group]
@@ -240,27 +257,20 @@ def _overrides(args: argparse.Namespace, base: object) -> dict:
     for flag, key in (("d_model", "n_embd"), ("layers", "n_layer"), ("heads", "n_head")):
         if getattr(args, flag) is not None:
             model[key] = getattr(args, flag)
-    if model["n_embd"] % model["n_head"]:
-        raise ValueError(f"--heads {model['n_head']} must divide --d-model {model['n_embd']}")
-    if (model["n_embd"] // model["n_head"]) % 2:
-        raise ValueError(
-            f"the head size --d-model/--heads = {model['n_embd']}/{model['n_head']} = "
-            f"{model['n_embd'] // model['n_head']} must be even (RoPE rotates pairs of coordinates)"
-        )
-    overrides["model"] = model
+    overrides["model"] = model  # checked by GPTConfig (via LabConfig), with the flags' names
     t = base.train.to_dict()  # type: ignore[attr-defined]
     if args.steps is not None:
         t["steps"] = args.steps
-        t["warmup_steps"] = min(t["warmup_steps"], max(1, args.steps // 10))
+        t["warmup_steps"] = min(t["warmup_steps"], max(1, args.steps // 10), args.steps - 1)
     if args.batch_size is not None:
         t["batch_size"] = args.batch_size
     if args.lr is not None:
         t["lr"] = args.lr
     if args.warmup is not None:
-        if args.warmup >= t["steps"]:
+        if args.warmup >= t["steps"]:  # a schedule with no cosine part (TrainConfig allows it; the CLI does not)
             raise ValueError(f"--warmup {args.warmup} must be smaller than --steps {t['steps']}")
         t["warmup_steps"] = args.warmup
-    overrides["train"] = TrainConfig(**t)
+    overrides["train"] = TrainConfig(**t)  # checks --steps, --warmup, --lr, --batch-size
     return overrides
 
 
@@ -274,7 +284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .distributed import env_world, init_distributed, shutdown_distributed
     from .experiment import PRESETS, check_publishable
     from .figures import write_figures
-    from .results import format_tables, save_results
+    from .results import save_results
+    from .tables import format_tables
 
     world_size, rank, _ = env_world()
 
@@ -292,6 +303,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     cuda = torch.device(device).type == "cuda"
     if cuda and not torch.cuda.is_available():
         return fail(f"--device {device}: torch.cuda.is_available() is False on this machine")
+    index = torch.device(device).index
+    if cuda and index is not None and index >= torch.cuda.device_count():
+        return fail(f"--device {device}: this machine has {torch.cuda.device_count()} CUDA device(s), 0..N-1")
     precision = args.precision if args.precision != "auto" else ("bf16" if cuda else "fp32")
     attention = args.attention if args.attention != "auto" else ("sdpa" if cuda else "posviz")
     if args.resume and not args.checkpoint_every:
@@ -323,20 +337,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .results import PUBLISHED, load_results
 
         source = PUBLISHED if args.publish else out / "results.json"
-        results = load_results(source)
+        if not source.is_file():
+            return fail(f"--replot: there is no {source} to redraw (run the experiment with --out {out} first)")
+        try:
+            results = load_results(source)
+        except (ValueError, OSError) as err:  # json.JSONDecodeError is a ValueError
+            return fail(f"--replot: cannot read {source}: {err}")
         html = write_figures(results, out or Path("results/extrapolation-full"), include_plotlyjs=plotlyjs)
         print(format_tables(results))
         print(f"\nread {source}; wrote {', '.join(str(p) for p in html)}", file=sys.stderr)
         return 0
-    try:  # the data errors, before any process group starts
-        from .data import load_corpus, load_file_corpus, scored_tokens
+    try:  # the data errors, before any process group starts (run_experiment checks the same)
+        from .experiment import load_data
 
-        corpus = load_file_corpus(cfg.corpus) if cfg.corpus is not None else load_corpus()
-        if scored_tokens(corpus.info["n_heldout_tokens"], max(cfg.eval_lengths), cfg.eval_max_tokens) == 0:
-            raise ValueError(
-                f"the held-out text ({corpus.info['n_heldout_tokens']} bytes) is shorter than the longest evaluation "
-                f"length {max(cfg.eval_lengths)} (--train-len x the largest --eval-multipliers)"
-            )
+        load_data(cfg)
     except ValueError as err:
         return fail(str(err))
     if args.checkpoints or args.checkpoint_every:

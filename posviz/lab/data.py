@@ -20,7 +20,9 @@ it lies inside an :math:`n`-byte string that also occurs anywhere in the held-ou
 windows are drawn only where they hold no tainted byte (:meth:`Corpus.train_starts`) and
 validation windows with a tainted byte are dropped, so neither the model nor the learning-rate
 choice ever sees a 64-byte string of the held-out text. :func:`load_corpus` records, in
-``info["overlap"]``, how much overlap there was before this and that none is left after it.
+``info["overlap"]``, how much overlap there was before this; :func:`training_overlap` and
+:func:`validation_overlap` count, on the windows a run actually draws and scores, that none is
+left after it (the results check that both counts are 0).
 
 **Your own text** (:func:`load_file_corpus`, ``python -m posviz.lab --corpus FILE``): any UTF-8
 file, as bytes, split into **contiguous blocks**: the first 85% of the bytes train, the next 5%
@@ -47,6 +49,18 @@ from pathlib import Path
 
 import torch
 
+from .overlap import (
+    OVERLAP_N,
+    allowed_starts,
+    fraction,
+    ngram_hits,
+    ngram_set,
+    tainted_bytes,
+    training_overlap,
+    validation_overlap,
+    windows_with_ngram,
+)
+
 __all__ = [
     "OVERLAP_N",
     "Corpus",
@@ -56,17 +70,17 @@ __all__ = [
     "load_file_corpus",
     "load_text",
     "load_topics",
+    "ngram_hits",
     "ngram_set",
     "sample_batch",
     "scored_tokens",
     "split_topics",
-    "topic_clusters",
-    "validation_overlap",
     "tainted_bytes",
+    "topic_clusters",
+    "training_overlap",
+    "validation_overlap",
+    "windows_with_ngram",
 ]
-
-OVERLAP_N = 64
-"""Length of the verbatim strings checked between splits (bytes)."""
 
 
 def load_topics() -> dict[str, str]:
@@ -122,8 +136,7 @@ def split_topics(
     Whole clusters (:func:`topic_clusters`) are assigned, in the order of the SHA-256 of their first
     key. Returns sorted key lists; every key is in exactly one.
     """
-    if not (0 < heldout_fraction < 1 and 0 < validation_fraction < 1 and heldout_fraction + validation_fraction < 1):
-        raise ValueError(f"need 0 < fractions and their sum < 1, got {heldout_fraction}, {validation_fraction}")
+    _check_fractions(heldout_fraction, validation_fraction)
     sizes = {k: len(v.encode("utf-8")) for k, v in topics.items()}
     total = sum(sizes.values())
     clusters = sorted(topic_clusters(topics), key=lambda c: hashlib.sha256(c[0].encode("utf-8")).hexdigest())
@@ -142,33 +155,12 @@ def split_topics(
     return {name: sorted(keys) for name, keys in splits.items()}
 
 
-def ngram_set(tokens: torch.Tensor, n: int = OVERLAP_N) -> set[bytes]:
-    """Every ``n``-byte string of ``tokens`` (values 0..255), as ``bytes``."""
-    raw = bytes(tokens.to(torch.uint8).tolist())
-    return {raw[i : i + n] for i in range(len(raw) - n + 1)}
-
-
-def tainted_bytes(tokens: torch.Tensor, reference: set[bytes], n: int = OVERLAP_N) -> torch.Tensor:
-    """Bool ``(N,)``: byte ``i`` lies inside an ``n``-byte string of ``tokens`` that is in ``reference``."""
-    raw = bytes(tokens.to(torch.uint8).tolist())
-    hit = torch.tensor([raw[i : i + n] in reference for i in range(max(0, len(raw) - n + 1))], dtype=torch.int32)
-    # byte i is covered by the n-grams starting at i-n+1 .. i
-    covered = torch.zeros(len(raw) + 1, dtype=torch.int32)
-    if len(hit):
-        covered[: len(hit)] += hit
-        covered[n : n + len(hit)] -= hit
-    return covered.cumsum(0)[: len(raw)] > 0
-
-
-def allowed_starts(tainted: torch.Tensor, length: int) -> torch.Tensor:
-    """Starts ``s`` of every window ``s .. s+length`` (``length + 1`` bytes) that holds no tainted byte."""
-    n = len(tainted)
-    if n <= length:
-        return torch.zeros(0, dtype=torch.long)
-    bad = torch.cat([torch.zeros(1, dtype=torch.long), tainted.long().cumsum(0)])  # bad[i] = tainted bytes before i
-    starts = torch.arange(n - length)
-    inside = bad[starts + length + 1] - bad[starts]
-    return starts[inside == 0]
+def _check_fractions(heldout_fraction: float, validation_fraction: float) -> None:
+    if not (0 < heldout_fraction < 1 and 0 < validation_fraction < 1 and heldout_fraction + validation_fraction < 1):
+        raise ValueError(
+            f"heldout_fraction and validation_fraction must be > 0 with a sum < 1, got {heldout_fraction}, "
+            f"{validation_fraction}"
+        )
 
 
 @dataclass(frozen=True)
@@ -239,10 +231,9 @@ def _build_corpus(raw: dict[str, bytes], raw_all: bytes, info: dict) -> Corpus:
     overlap = {
         "n": OVERLAP_N,
         "what": f"verbatim {OVERLAP_N}-byte strings shared between splits; tainted = inside such a string",
-        "heldout_ngrams_in_train_text": _fraction(sum(g in train_grams for g in held_grams), len(held_grams)),
-        "train_bytes_tainted": _fraction(int(train_tainted.sum()), len(train_tainted)),
-        "validation_bytes_tainted": _fraction(int(val_tainted.sum()), len(val_tainted)),
-        "training_windows_with_heldout_ngram": 0.0,  # by construction: only untainted windows are drawn
+        "heldout_ngrams_in_train_text": fraction(sum(g in train_grams for g in held_grams), len(held_grams)),
+        "train_bytes_tainted": fraction(int(train_tainted.sum()), len(train_tainted)),
+        "validation_bytes_tainted": fraction(int(val_tainted.sum()), len(val_tainted)),
     }
     info = {
         **info,
@@ -303,8 +294,7 @@ def _load_file_corpus(
         raise ValueError(f"--corpus {path} is not UTF-8 text (byte {err.start}: {err.reason})") from None
     if len(raw_all) < 1000:
         raise ValueError(f"--corpus {path} holds {len(raw_all)} bytes; it needs at least 1000")
-    if not (0 < heldout_fraction < 1 and 0 < validation_fraction < 1 and heldout_fraction + validation_fraction < 1):
-        raise ValueError(f"need 0 < fractions and their sum < 1, got {heldout_fraction}, {validation_fraction}")
+    _check_fractions(heldout_fraction, validation_fraction)
     n = len(raw_all)
     a = int(n * (1 - heldout_fraction - validation_fraction))  # train: [0, a)
     b = int(n * (1 - heldout_fraction))  # validation: [a, b); held-out: [b, n)
@@ -320,33 +310,6 @@ def _load_file_corpus(
         "blocks": {"train": [0, a], "validation": [a, b], "heldout": [b, n]},
     }
     return _build_corpus({"train": raw_all[:a], "validation": raw_all[a:b], "heldout": raw_all[b:]}, raw_all, info)
-
-
-def _fraction(part: int, whole: int) -> float:
-    return part / whole if whole else 0.0
-
-
-def validation_overlap(corpus: Corpus, length: int, max_tokens: int | None = None) -> dict:
-    """Measured on the validation windows actually scored: how many there are, how many were dropped
-    for a tainted byte, and the fraction of their ``OVERLAP_N``-byte strings found in the held-out text
-    (0 by construction; this counts them again)."""
-    x, y = corpus.validation_windows(length, max_tokens)
-    n_all = (len(corpus.validation) - 1) // length
-    if max_tokens is not None:
-        n_all = min(n_all, max(1, max_tokens // length))
-    held = ngram_set(corpus.heldout)
-    windows = torch.cat([x, y[:, -1:]], dim=1)  # (W, L+1): the bytes each window reads
-    grams = found = 0
-    for row in windows.tolist():
-        raw = bytes(row)
-        for i in range(len(raw) - OVERLAP_N + 1):
-            grams += 1
-            found += raw[i : i + OVERLAP_N] in held
-    return {
-        "validation_windows": int(x.shape[0]),
-        "validation_windows_dropped": int(n_all - x.shape[0]),
-        "validation_ngrams_in_heldout": _fraction(found, grams),
-    }
 
 
 def sample_batch(

@@ -65,6 +65,7 @@ __all__ = [
     "ROPE_VARIANTS",
     "GPTConfig",
     "PositionMethod",
+    "check_ntk_head_size",
     "derive_seed",
     "make_position",
 ]
@@ -106,10 +107,20 @@ class GPTConfig:
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
-        if self.n_embd % self.n_head:
-            raise ValueError(f"n_embd={self.n_embd} must be a multiple of n_head={self.n_head}")
+        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "mlp_ratio"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if self.n_embd % self.n_head:  # the one check of the model's shape (the CLI's flags in brackets)
+            raise ValueError(
+                f"n_head={self.n_head} (--heads {self.n_head}) must divide n_embd={self.n_embd} "
+                f"(--d-model {self.n_embd})"
+            )
         if (self.n_embd // self.n_head) % 2:
-            raise ValueError(f"the head size n_embd/n_head={self.n_embd // self.n_head} must be even (RoPE pairs)")
+            raise ValueError(
+                f"the head size n_embd/n_head (--d-model/--heads) = {self.n_embd}/{self.n_head} = "
+                f"{self.n_embd // self.n_head} must be even (RoPE rotates pairs of coordinates)"
+            )
 
     @property
     def head_dim(self) -> int:
@@ -207,6 +218,14 @@ class LearnedPosition(PositionMethod):
         return self.table.rows(length).to(dtype)  # (T, C)
 
 
+def check_ntk_head_size(head_dim: int) -> None:
+    """NTK-aware scaling's exponent :math:`d/(d-2)` needs a head size :math:`d > 2`: ``ValueError`` otherwise."""
+    if head_dim <= 2:
+        raise ValueError(
+            f"rope-ntk needs a head size --d-model/--heads above 2 (its base exponent is d/(d-2)), got {head_dim}"
+        )
+
+
 class RotaryPosition(PositionMethod):
     r"""RoPE on q and k (:func:`posviz.apply_rope`, interleaved pairs), with optional scaling.
 
@@ -232,6 +251,7 @@ class RotaryPosition(PositionMethod):
             positions = torch.arange(length, device=q.device, dtype=torch.float64) / s  # m / s
             return apply_rope(q, positions, base=self.base), apply_rope(k, positions, base=self.base)
         if self.scaling == "ntk":
+            check_ntk_head_size(self.head_dim)
             base = self.base * s ** (self.head_dim / (self.head_dim - 2))  # b s^(d/(d-2))
             return apply_rope(q, base=base), apply_rope(k, base=base)
         raise ValueError(f"RoPE scaling must be 'none', 'pi' or 'ntk', got {self.scaling!r}")
@@ -372,14 +392,16 @@ class GPT(nn.Module):
 
     def __init__(self, cfg: GPTConfig, seed: int | None = None) -> None:
         super().__init__()
+        if seed is None:
+            # drawn from torch's global generator (torch.manual_seed makes it repeatable) *before* any
+            # module is built: building consumes that generator by an amount that depends on the method
+            seed = int(torch.randint(0, 2**62, (), dtype=torch.long))
+        self.seed = int(seed)
         self.config = cfg
         self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)
         self.position = make_position(cfg)
         self.blocks = nn.ModuleList(Block(cfg, i, self.position) for i in range(cfg.n_layer))
         self.ln_f = nn.LayerNorm(cfg.n_embd)
-        if seed is None:  # draw one from torch's global generator (torch.manual_seed makes it repeatable)
-            seed = int(torch.randint(0, 2**62, (), dtype=torch.long))
-        self.seed = int(seed)
         self._init_weights()
 
     def shared_parameters(self) -> list[tuple[str, nn.Parameter]]:
@@ -414,6 +436,8 @@ class GPT(nn.Module):
             raise ValueError(f"RoPE scaling needs a rope model, this one is {self.config.method!r}")
         if scaling not in ("none", "pi", "ntk"):
             raise ValueError(f"scaling must be 'none', 'pi' or 'ntk', got {scaling!r}")
+        if scaling == "ntk":
+            check_ntk_head_size(self.config.head_dim)
         self.position.scaling = scaling
 
     def set_attention(self, backend: str) -> str:

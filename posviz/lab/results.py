@@ -1,7 +1,8 @@
-"""The results file: aggregation across seeds, machine description, schema check, I/O, text tables.
+"""The results file: aggregation across seeds, paired differences, machine description, schema
+check and I/O (its tables: :mod:`posviz.lab.tables`).
 
 The schema is documented in :mod:`posviz.lab` (the package docstring); :func:`validate_results`
-checks it and is what the tests and :mod:`posviz.lab.figures` rely on.
+checks it and is what the tests, :mod:`posviz.lab.tables` and :mod:`posviz.lab.figures` rely on.
 """
 
 from __future__ import annotations
@@ -22,19 +23,14 @@ __all__ = [
     "PUBLISHED",
     "SCHEMA",
     "SCHEMA_VERSION",
-    "cost_table",
-    "format_tables",
     "load_previous",
     "load_published",
     "load_results",
-    "lr_search_table",
     "inside_spread",
     "machine_info",
     "paired_differences",
     "paired_summary",
-    "paired_table",
     "perplexity_ratio",
-    "perplexity_table",
     "save_results",
     "summarize",
     "summarize_lists",
@@ -144,7 +140,8 @@ def _finite_or_none(values: list, where: str) -> None:
 
 
 def validate_results(results: dict) -> None:
-    """Raise ``ValueError`` naming the first thing that does not match the schema (v1).
+    """Raise ``ValueError`` naming the first thing that does not match the schema (version
+    :data:`SCHEMA_VERSION`, documented in :mod:`posviz.lab`).
 
     Also checks the "cannot run" rule: a length has a perplexity or a reason string, never both.
     """
@@ -250,221 +247,3 @@ def perplexity_ratio(results: dict) -> dict[str, list[float | None]]:
         base = mean[at]
         out[name] = [None if v is None or base is None else v / base for v in mean]
     return out
-
-
-def _multiple(length: int, train_len: int) -> str:
-    return f" ({length // train_len}×)" if length % train_len == 0 else ""
-
-
-def perplexity_table(results: dict, *, spread: bool = True) -> str:
-    """Markdown table, method × evaluation length: mean ± sample std over seeds (with ``spread``, the
-    [min–max] too); "cannot run" where a method has no value (never a number)."""
-    validate_results(results)
-    lengths, train_len = results["eval_lengths"], results["train_len"]
-    lines = [
-        "| method | " + " | ".join(f"L = {x}{_multiple(x, train_len)}" for x in lengths) + " |",
-        "|---" + "|--:" * len(lengths) + "|",
-    ]
-    for name in results["method_order"]:
-        agg = results["methods"][name]["aggregate"]["perplexity"]
-        cells = []
-        for i in range(len(lengths)):
-            if agg["mean"][i] is None:
-                cells.append("cannot run")
-                continue
-            cell = _fmt(agg["mean"][i]) + (f" ± {_fmt(agg['std'][i])}" if agg["std"][i] is not None else "")
-            if spread:
-                cell += f" [{_fmt(agg['min'][i])}–{_fmt(agg['max'][i])}]"
-            cells.append(cell)
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def paired_table(results: dict) -> str:
-    """Markdown table, method x length: the mean over seeds of the per-seed perplexity difference to
-    the baseline, ± the sample std of those differences; "(inside spread)" marks a difference
-    inside the seed spread (:func:`inside_spread`), "cannot run" where either has no value."""
-    validate_results(results)
-    paired = results.get("paired")
-    if paired is None:
-        raise ValueError("these results have no paired differences (the baseline method was not run)")
-    lengths, train_len = results["eval_lengths"], results["train_len"]
-    lines = [
-        f"| method − {paired['baseline']} | " + " | ".join(f"L = {x}{_multiple(x, train_len)}" for x in lengths) + " |",
-        "|---" + "|--:" * len(lengths) + "|",
-    ]
-    for name in results["method_order"]:
-        if name == paired["baseline"]:
-            continue
-        p = paired["methods"][name]
-        cells = []
-        for i in range(len(lengths)):
-            if p["mean"][i] is None:
-                cells.append("cannot run")
-                continue
-            cell = f"{p['mean'][i]:+.2f}" + (f" ± {p['std'][i]:.2f}" if p["std"][i] is not None else "")
-            if p["inside_spread"][i]:
-                cell += " (inside spread)"
-            cells.append(cell)
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def lr_search_table(results: dict, *, length: int | None = None) -> str:
-    """Markdown table of the learning-rate search (first seed): per method with position parameters
-    and per multiplier, the validation loss at the training length (what chose it) and the held-out
-    perplexity at the training length and at ``length`` (default: the longest); the chosen row in bold."""
-    validate_results(results)
-    lengths, train_len = results["eval_lengths"], results["train_len"]
-    length = max(lengths) if length is None else length
-    if length not in lengths:
-        raise ValueError(f"length must be one of the evaluation lengths {lengths}, got {length!r}")
-    i0, i1 = lengths.index(train_len), lengths.index(length)
-    lines = [
-        f"| method | position lr × | validation loss (nats) | perplexity, L = {train_len} | "
-        f"perplexity, L = {length}{_multiple(length, train_len)} |",
-        "|---|--:|--:|--:|--:|",
-    ]
-    for name in results["method_order"]:
-        m = results["methods"][name]
-        for point in m.get("lr_search", []):
-            ppl = point["perplexity"]
-            cells = [
-                name,
-                f"{point['position_lr_mult']:g}",
-                f"{point['validation_loss']:.4f}",
-                _fmt(ppl[i0]) if ppl[i0] is not None else "cannot run",
-                _fmt(ppl[i1]) if ppl[i1] is not None else "cannot run",
-            ]
-            if point["position_lr_mult"] == m["position_lr_mult"]:
-                cells = [f"**{c}**" for c in cells]
-            lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def cost_table(results: dict, *, clock: str = "cpu", length: int | None = None) -> str:
-    """Markdown table of costs per method: parameters, training throughput (mean ± std over seeds of
-    the median step), peak training memory (tensor MiB), and inference throughput and peak inference
-    memory (one batch) at evaluation ``length`` (default: the longest). ``clock``: ``"cpu"`` (tokens
-    per CPU second) or ``"wall"`` (tokens per wall-clock second)."""
-    validate_results(results)
-    if clock not in ("cpu", "wall"):
-        raise ValueError(f"clock must be 'cpu' or 'wall', got {clock!r}")
-    suffix, unit = ("_cpu_s", "tokens/CPU-s") if clock == "cpu" else ("_s", "tokens/s")
-    lengths = results["eval_lengths"]
-    if length is None:
-        length = max(lengths)
-    if length not in lengths:
-        raise ValueError(f"length must be one of the evaluation lengths {lengths}, got {length!r}")
-    ends = [lengths.index(length)]
-    mib = 2.0**20
-    head = ["method", "params", f"train {unit}", "train MiB"]
-    head += [f"inference {unit}, L = {lengths[i]}" for i in ends] + [f"inference MiB, L = {lengths[i]}" for i in ends]
-    lines = ["| " + " | ".join(head) + " |", "|---" + "|--:" * (len(head) - 1) + "|"]
-    for name in results["method_order"]:
-        m = results["methods"][name]
-        agg = m["aggregate"]
-        if m["trained_as"] == name:
-            t = agg["train_tokens_per" + suffix]
-            train = f"{t['mean']:,.0f}" + (f" ± {t['std']:,.0f}" if t.get("std") is not None else "")
-            memory = f"{m['memory']['train']['total_bytes'] / mib:.1f}"
-        else:
-            train, memory = f"(evaluation of {m['trained_as']})", "–"
-        infer = agg["inference_tokens_per" + suffix]["mean"]
-        cells = [name, f"{m['params']:,}", train, memory]
-        cells += ["cannot run" if infer[i] is None else f"{infer[i]:,.0f}" for i in ends]
-        peak = m["memory"]["inference_peak_bytes"]
-        cells += ["–" if peak[i] is None else f"{peak[i] / mib:.1f}" for i in ends]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def _fmt(v: float | None, digits: int = 2) -> str:
-    if v is None:
-        return "-"
-    if abs(v) >= 1000:
-        return f"{v:.3g}" if abs(v) >= 1e5 else f"{v:.0f}"
-    return f"{v:.{digits}f}"
-
-
-def format_tables(results: dict) -> str:
-    """Markdown tables: perplexity (mean ± std [min-max]) per method x length, and costs."""
-    lengths = results["eval_lengths"]
-    lines = ["Held-out perplexity (mean ± std over seeds [min–max]); 'cannot run' = no position past the table", ""]
-    lines.append("| method | " + " | ".join(f"L={x}" for x in lengths) + " |")
-    lines.append("|---" * (len(lengths) + 1) + "|")
-    for name in results["method_order"]:
-        agg = results["methods"][name]["aggregate"]["perplexity"]
-        cells = []
-        for i in range(len(lengths)):
-            mean = agg["mean"][i]
-            if mean is None:
-                cells.append("cannot run")
-                continue
-            std = agg["std"][i]
-            cells.append(
-                f"{_fmt(mean)}"
-                + (f" ± {_fmt(std)}" if std is not None else "")
-                + f" [{_fmt(agg['min'][i])}–{_fmt(agg['max'][i])}]"
-            )
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    if results.get("paired") is not None:
-        lines += [
-            "",
-            f"Paired by seed: perplexity minus {results['paired']['baseline']}'s, mean ± std over seeds of the "
-            "per-seed differences; '(inside spread)': not all seeds agree in sign, or |mean| <= std",
-            "",
-            paired_table(results),
-        ]
-    if any(m.get("lr_search") for m in results["methods"].values()):
-        lines += [
-            "",
-            "Learning-rate search for the position parameters (first seed; chosen on validation loss, in bold)",
-            "",
-            lr_search_table(results),
-        ]
-    lines += [
-        "",
-        "Training cost: throughput from the median step (mean ± std over seeds), per wall-clock second and "
-        "per CPU second (all threads); peak memory = params + AdamW state + one step's peak (tensor bytes)",
-        "",
-    ]
-    lines.append("| method | params | train tokens/s (wall) | train tokens/CPU-s | train memory MiB |")
-    lines.append("|---" * 5 + "|")
-
-    def pm(s: dict) -> str:
-        return f"{s['mean']:.0f}" + (f" ± {s['std']:.0f}" if s.get("std") is not None else "")
-
-    for name in results["method_order"]:
-        m = results["methods"][name]
-        if m["trained_as"] != name:
-            continue
-        mem = m["memory"]["train"]
-        lines.append(
-            f"| {name} | {m['params']} | {pm(m['aggregate']['train_tokens_per_s'])} | "
-            f"{pm(m['aggregate']['train_tokens_per_cpu_s'])} | {mem['total_bytes'] / 2**20:.1f} |"
-        )
-    for key, what in (
-        ("inference_tokens_per_cpu_s", "tokens per CPU second"),
-        ("inference_tokens_per_s", "tokens per wall-clock second"),
-    ):
-        lines += [
-            "",
-            f"Inference throughput ({what}, median batch, mean over seeds) and peak inference memory "
-            "(MiB, one batch) at each length",
-            "",
-        ]
-        lines.append(
-            "| method | "
-            + " | ".join(f"L={x}" for x in lengths)
-            + " | "
-            + " | ".join(f"MiB L={x}" for x in lengths)
-            + " |"
-        )
-        lines.append("|---" * (1 + 2 * len(lengths)) + "|")
-        for name in results["method_order"]:
-            m = results["methods"][name]
-            infer = [_fmt(v, 0) if v is not None else "cannot run" for v in m["aggregate"][key]["mean"]]
-            mem = [f"{b / 2**20:.1f}" if b is not None else "-" for b in m["memory"]["inference_peak_bytes"]]
-            lines.append(f"| {name} | " + " | ".join(infer) + " | " + " | ".join(mem) + " |")
-    return "\n".join(lines)

@@ -98,6 +98,21 @@ class TrainConfig:
     timing_skip: int = 5  # first steps left out of the throughput (allocator and cache warm-up)
     position_lr_mult: float = 1.0  # learning rate of the position parameters / the schedule's
 
+    def __post_init__(self) -> None:
+        # the one place these are checked (the CLI's flags in brackets)
+        for name, flag in (("steps", "--steps"), ("batch_size", "--batch-size"), ("log_every", None)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name}{f' ({flag})' if flag else ''} must be a positive int, got {value!r}")
+        for name, flag in (("lr", "--lr"), ("position_lr_mult", None)):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"{name}{f' ({flag})' if flag else ''} must be a finite number > 0, got {value!r}")
+        if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps (--warmup) must be an int >= 0, got {self.warmup_steps!r}")
+        if not 0 <= self.min_lr_ratio <= 1:
+            raise ValueError(f"min_lr_ratio must be in [0, 1], got {self.min_lr_ratio!r}")
+
     def to_dict(self) -> dict:
         return asdict(self)
 
