@@ -1,0 +1,126 @@
+"""The figures of *Positions in today's models*: each rule's defining shape, sliders that change the
+drawing, and the bug curves' limits."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+from plotly.utils import PlotlyJSONEncoder
+
+from posviz import rope_frequencies
+from posviz.plots.models import (
+    BUGS,
+    RULES,
+    bug_similarity,
+    rope_bug_figure,
+    rope_spectrum_figure,
+    rule_frequencies,
+    scaling_rules_figure,
+)
+from posviz.rope_scaling import ntk_aware_base
+
+F64 = {"device": "cpu", "dtype": torch.float64}
+DIM, BASE, L = 128, 500000.0, 8192
+
+
+def encoded(value: object) -> str:
+    return json.dumps(value, cls=PlotlyJSONEncoder)
+
+
+def ratio(rule: str, s: float, context: int = L) -> torch.Tensor:
+    return rule_frequencies(rule, DIM, BASE, s, context) / rope_frequencies(DIM, BASE, **F64)
+
+
+@pytest.mark.parametrize("s", [2.0, 8.0, 32.0])
+def test_each_rule_has_its_defining_shape(s: float) -> None:
+    # PI divides every frequency by s
+    torch.testing.assert_close(ratio("pi", s), torch.full((DIM // 2,), 1 / s, dtype=torch.float64))
+    # NTK-aware keeps pair 0 and divides the slowest pair by exactly s
+    ntk = ratio("ntk", s)
+    assert ntk[0].item() == pytest.approx(1.0) and ntk[-1].item() == pytest.approx(1 / s)
+    assert torch.all(ntk[1:] <= ntk[:-1])  # interpolated more the slower the pair
+    # dynamic NTK at L' = sL is NTK-aware with the effective factor s^2 - s + 1
+    torch.testing.assert_close(
+        rule_frequencies("dynamic", DIM, BASE, s, L),
+        rope_frequencies(DIM, ntk_aware_base(BASE, s * s - s + 1, DIM), **F64),
+    )
+    # YaRN and llama3 keep the fast pairs and interpolate the slow ones like PI
+    lam = 2 * math.pi / rope_frequencies(DIM, BASE, **F64)
+    # YaRN: 32 turns and 1 turn over L bound the ramp (its ends rounded outwards); llama3: L/4 and L
+    for rule, keep_below, scale_above in (("yarn", L / 64, 2 * L), ("llama3", L / 4, L)):
+        r = ratio(rule, s)
+        torch.testing.assert_close(r[lam < keep_below], torch.ones_like(r[lam < keep_below]))
+        torch.testing.assert_close(r[lam > scale_above], torch.full_like(r[lam > scale_above], 1 / s))
+
+
+def test_rule_frequencies_rejects_bad_input() -> None:
+    with pytest.raises(ValueError, match="rule must be one of"):
+        rule_frequencies("ntk-by-parts", DIM, BASE, 4.0, L)
+    with pytest.raises((ValueError, TypeError), match="factor"):
+        rule_frequencies("pi", DIM, BASE, -1.0, L)
+    with pytest.raises((ValueError, TypeError), match="context"):
+        rule_frequencies("yarn", DIM, BASE, 4.0, 0)
+
+
+def test_scaling_slider_and_buttons_change_the_drawing() -> None:
+    factors, contexts = (2.0, 8.0), (4096, 8192)
+    fig = scaling_rules_figure(DIM, BASE, factors, contexts, active=0)
+    (slider,) = fig.layout.sliders
+    assert [s.label for s in slider.steps] == ["2", "8"]
+    ys = [step.args[0]["y"] for step in slider.steps]
+    assert encoded(ys[0]) != encoded(ys[1])  # the slider moves the curves
+    titles = [step.args[1]["title.text"] for step in slider.steps]
+    assert titles[0] != titles[1]
+    buttons = fig.layout.updatemenus[0].buttons
+    assert len(buttons) == len(contexts)
+    assert buttons[0].args[0]["visible"] != buttons[1].args[0]["visible"]
+    assert len(fig.data) == len(contexts) * (len(RULES) + 1)
+
+
+def test_spectrum_counts_the_pairs_that_turn() -> None:
+    spec = {"name": "Llama 2", "dim": 128, "base": 10000.0, "scaling": None, "trained": 4096, "extended": 4096}
+    scaled = dict(spec, name="Llama 3.1", base=BASE, trained=L, extended=131072, scaling={
+        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": L,
+    })
+    fig = rope_spectrum_figure([spec, scaled])
+    steps = fig.layout.sliders[0].steps
+    lam = 2 * math.pi / rope_frequencies(128, 10000.0, **F64)
+    assert f" {int((lam <= 4096).sum())} of 64 pairs" in steps[0].args[1]["title.text"]
+    assert encoded(steps[0].args[0]["y"]) != encoded(steps[1].args[0]["y"])
+    with pytest.raises(ValueError, match="specs"):
+        rope_spectrum_figure([])
+
+
+def test_bug_curves_start_where_training_did() -> None:
+    pos = torch.tensor([0.0, 1.0, 100.0, 8191.0, 8192.0, 65536.0], dtype=torch.float64)
+    sims = {bug: bug_similarity(bug, pos) for bug in BUGS}
+    for bug, s in sims.items():
+        assert torch.all(s <= 1 + 1e-12) and torch.all(s >= -1 - 1e-12), bug
+    for bug in ("llama3-dropped", "rotary-share", "layout", "prefill-only"):
+        assert sims[bug][0].item() == pytest.approx(1.0)  # position 0: no rotation, no mistake
+    assert sims["offset"][0].item() < 1 - 1e-3
+    # prefill-only is right before the prefill length and as wrong as dropped scaling after it
+    torch.testing.assert_close(sims["prefill-only"][:4], torch.ones(4, dtype=torch.float64))
+    torch.testing.assert_close(sims["prefill-only"][4:], sims["llama3-dropped"][4:])
+    # far out, the pairs llama3 leaves alone (ratio 1) still agree, the others no longer do
+    kept = (ratio("llama3", 8.0) == 1).double().mean().item()
+    assert kept < sims["llama3-dropped"][-1].item() < 0.75
+    # the exact isotropic mean: pairs rotated alike give cos of the angle difference, tr(R^T R~)/d
+    plain = rope_frequencies(DIM, BASE, **F64)
+    scaled = rule_frequencies("llama3", DIM, BASE, 8.0, L)
+    expected = torch.cos(pos[:, None] * (plain - scaled)).mean(-1)
+    torch.testing.assert_close(sims["llama3-dropped"], expected)
+    torch.testing.assert_close(sims["offset"], torch.cos(2 * plain).mean().expand(len(pos)))
+    with pytest.raises(ValueError, match="bug must be one of"):
+        bug_similarity("sign", pos)
+
+
+def test_bug_figure_has_a_view_per_bug() -> None:
+    fig = rope_bug_figure(points=24)
+    labels = [b.label for b in fig.layout.updatemenus[0].buttons]
+    assert len(labels) == len(BUGS) + 1
+    assert len(fig.data) == len(BUGS) + 1
