@@ -349,3 +349,102 @@ def test_rope_scores_shifted_positions_give_the_same_scores():
 def test_chapter_functions_bad_input(call, err, msg):
     with pytest.raises(err, match=msg):
         call()
+
+
+# --- Partial rotary, explicit frequencies, the cache key, positions (issues 21 and 22) -------------
+
+
+def partial_formula(x: torch.Tensor, base: float, layout: str, rotary_dim: int, factor: float = 1.0) -> torch.Tensor:
+    """Rotate the first ``rotary_dim`` coordinates pair by pair (d = rotary_dim), pass the rest."""
+    out = x.to(torch.float64).clone()
+    out[..., :rotary_dim] = formula(x[..., :rotary_dim].to(torch.float64), base, layout) * factor
+    return out
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize(("dim", "rotary_dim"), [(12, 4), (10, 6), (9, 8), (8, 8), (16, 2)])
+def test_partial_rotary_matches_formula(layout, dim, rotary_dim, device):
+    x = torch.randn(2, 7, dim, dtype=torch.float64)
+    got = posviz.apply_rope(x.to(device), base=100.0, layout=layout, rotary_dim=rotary_dim)
+    torch.testing.assert_close(got.cpu(), partial_formula(x, 100.0, layout, rotary_dim), rtol=0, atol=1e-12)
+    assert torch.equal(got[..., rotary_dim:].cpu(), x[..., rotary_dim:])  # the tail is passed through untouched
+    pos = torch.arange(7) + 5
+    scaled = posviz.apply_rope(x, pos, 100.0, layout=layout, rotary_dim=rotary_dim, attention_factor=0.5)
+    shifted = posviz.apply_rope(x, pos, 100.0, layout=layout, rotary_dim=rotary_dim)
+    torch.testing.assert_close(scaled[..., :rotary_dim], 0.5 * shifted[..., :rotary_dim], rtol=0, atol=1e-12)
+    torch.testing.assert_close(scaled[..., rotary_dim:], x[..., rotary_dim:], rtol=0, atol=0)
+
+
+def test_explicit_frequencies_equal_the_base_they_came_from():
+    x = torch.randn(3, 11, 16, dtype=torch.float64)
+    theta = posviz.rope_frequencies(12, 500.0, dtype=torch.float64)
+    got = posviz.apply_rope(x, frequencies=theta, rotary_dim=12, layout="half")
+    torch.testing.assert_close(got, posviz.apply_rope(x, None, 500.0, rotary_dim=12, layout="half"), rtol=0, atol=0)
+    pos = torch.arange(11) * 3
+    torch.testing.assert_close(
+        posviz.apply_rope(x, pos, frequencies=theta, rotary_dim=12),
+        posviz.apply_rope(x, pos, 500.0, rotary_dim=12), rtol=0, atol=0,
+    )
+
+
+def test_cache_key_holds_dtype_frequencies_rotary_dim_and_factor():
+    """A float32 table must not serve float64 (off by ~1e-7), nor one rotary_dim, ladder or factor another."""
+    posviz.clear_rope_cache()
+    x = torch.randn(2, 40, 12, dtype=torch.float64)
+    posviz.apply_rope(x.float())  # fills the cache with float32 tables
+    torch.testing.assert_close(posviz.apply_rope(x), formula(x, 10000.0, "interleaved"), rtol=0, atol=1e-12)
+    posviz.apply_rope(x, rotary_dim=4)
+    torch.testing.assert_close(posviz.apply_rope(x, rotary_dim=8), partial_formula(x, 10000.0, "interleaved", 8),
+                               rtol=0, atol=1e-12)
+    theta = posviz.rope_frequencies(12, 10.0, dtype=torch.float64)
+    first = posviz.apply_rope(x, frequencies=theta)
+    torch.testing.assert_close(first, formula(x, 10.0, "interleaved"), rtol=0, atol=1e-12)
+    theta.copy_(posviz.rope_frequencies(12, 1000.0, dtype=torch.float64))  # the same tensor, new values
+    torch.testing.assert_close(posviz.apply_rope(x, frequencies=theta), formula(x, 1000.0, "interleaved"),
+                               rtol=0, atol=1e-12)
+    posviz.apply_rope(x, layout="half", attention_factor=2.0)
+    torch.testing.assert_close(posviz.apply_rope(x, layout="half", attention_factor=3.0),
+                               partial_formula(x, 10000.0, "half", 12, 3.0), rtol=0, atol=1e-12)
+    posviz.clear_rope_cache()
+
+
+@pytest.mark.parametrize(
+    ("call", "err", "msg"),
+    [
+        (lambda: posviz.apply_rope(torch.randn(4, 8), torch.ones(4, dtype=torch.bool)), TypeError, "real numbers"),
+        (lambda: posviz.apply_rope(torch.randn(4, 8), torch.arange(4) * (1 + 1j)), TypeError, "real numbers"),
+        (lambda: posviz.apply_rope(torch.randn(4, 8), torch.tensor([0.0, 1.0, float("nan"), 3.0])), ValueError,
+         "positions must be finite"),
+        (lambda: posviz.apply_rope(torch.randn(4, 8), torch.tensor([0.0, 1.0, float("inf"), 3.0])), ValueError,
+         "positions must be finite"),
+        (lambda: posviz.apply_rope(torch.randn(2, 3, 4, 8), torch.arange(4).expand(5, 4)), ValueError,
+         "batch dims must broadcast"),
+        (lambda: posviz.apply_rope(torch.randn(4, 8), [0, 1, 2, 3]), TypeError, "positions must be a torch.Tensor"),
+        (lambda: posviz.apply_rope(torch.randn(4, 8), base=10**400), ValueError, "base must be a finite number"),
+        (lambda: posviz.apply_rope(torch.randn(4, 8), rotary_dim=3), ValueError, "rotary_dim must be a positive even"),
+        (lambda: posviz.apply_rope(torch.randn(4, 8), rotary_dim=10), ValueError, "rotary_dim must be .* <= dim"),
+        (lambda: posviz.apply_rope(torch.randn(4, 8), rotary_dim=0), ValueError, "rotary_dim must be >= 1"),
+        (lambda: posviz.apply_rope(torch.randn(4, 8), rotary_dim=2.0), TypeError, "rotary_dim must be an integer"),
+        (lambda: posviz.apply_rope(torch.randn(4, 9)), ValueError, r"dim \(x.shape\[-1\]\) must be a positive even"),
+        (lambda: posviz.apply_rope(torch.randn(4, 8), frequencies=torch.ones(3)), ValueError,
+         "frequencies must hold one value per rotated pair"),
+        (lambda: posviz.apply_rope(torch.randn(4, 8), frequencies=torch.ones(2, 2)), ValueError,
+         "frequencies must have"),
+        (lambda: posviz.apply_rope(torch.randn(4, 8), frequencies=torch.ones(4, dtype=torch.long)), TypeError,
+         "frequencies must be a floating-point"),
+        (lambda: posviz.apply_rope(torch.randn(4, 8), frequencies=torch.tensor([1.0, float("nan"), 1.0, 1.0])),
+         ValueError, "frequencies must be finite"),
+        (lambda: posviz.apply_rope(torch.randn(4, 8), None, 500.0, frequencies=torch.ones(4)), ValueError,
+         "either base or frequencies"),
+        (lambda: posviz.apply_rope(torch.randn(4, 8), attention_factor=0.0), ValueError, "attention_factor must be"),
+    ],
+)
+def test_bad_positions_and_partial_arguments(call, err, msg):
+    with pytest.raises(err, match=msg):
+        call()
+
+
+def test_odd_head_with_even_rotary_dim():
+    x = torch.randn(5, 9, dtype=torch.float64)
+    torch.testing.assert_close(posviz.apply_rope(x, rotary_dim=8), partial_formula(x, 10000.0, "interleaved", 8),
+                               rtol=0, atol=1e-12)
