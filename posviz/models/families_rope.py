@@ -40,6 +40,13 @@ _GPT_OSS_SCALING = (
 )
 
 
+def _fixed_sources(sources: dict[str, str]) -> dict[str, str]:
+    """Sources of the numbers that are fixed for a family unless its config says otherwise."""
+    sources.setdefault("rope.rotary_offset", "0: the rotated coordinates come first")
+    sources.setdefault("rope.softmax_scale_factor", "1: the score scale stays 1/sqrt(head_dim)")
+    return sources
+
+
 def common(r: Reader, *, max_position_default: int | None, family: str) -> dict[str, Any]:
     """Layers, heads, hidden size and context, with sources."""
     sources: dict[str, str] = {}
@@ -108,13 +115,18 @@ def rope_card(r: Reader, model_type: str) -> PositionCard:
     layers = c["layers"]
     notes: list[str] = []
 
-    if model_type == "gemma2":
-        kinds, src = _layer_types(r, layers, lambda i: "sliding_attention" if (i + 1) % 2 else "full_attention")
-    elif model_type == "gpt_oss":
-        kinds, src = _layer_types(r, layers, lambda i: "sliding_attention" if (i + 1) % 2 else "full_attention")
-    else:
-        kinds, src = _layer_types(r, layers)
-    sources["layer_types"] = src
+    nope: tuple[int, ...] = ()
+    if model_type in ("llama4_text", "smollm3"):
+        nope = _nope(r, layers, 4, family, sources)
+    default_kind: Callable[[int], str] | None = None
+    if model_type in ("gemma2", "gpt_oss"):  # their config classes alternate, sliding first
+        default_kind = lambda i: "sliding_attention" if (i + 1) % 2 else "full_attention"  # noqa: E731
+    elif model_type == "llama4_text":  # Llama4TextConfig: chunked attention in the RoPE layers
+        chunked = r.get("attention_chunk_size", default=8192)[0] is not None
+        default_kind = lambda i: "chunked_attention" if chunked and i not in nope else "full_attention"  # noqa: E731
+    elif model_type == "smollm3" and r.raw("use_sliding_window") and r.raw("sliding_window"):
+        default_kind = lambda i: "sliding_attention" if i in nope else "full_attention"  # noqa: E731
+    kinds, sources["layer_types"] = _layer_types(r, layers, default_kind)
 
     partial_default = (1.0, "default 1.0 (every coordinate rotates)")
     partial_names: tuple[str, ...] = ("partial_rotary_factor",)
@@ -134,7 +146,7 @@ def rope_card(r: Reader, model_type: str) -> PositionCard:
     )
     sources.update(read.sources)
 
-    offset, nope, temperature, qk_norm = 0, (), None, False
+    offset, temperature, qk_norm = 0, None, False
     shared_key, deinterleave, softmax_factor = False, False, 1.0
     if model_type.startswith("deepseek"):
         rot, sources["rope.rotary_dim"] = r.get(
@@ -170,8 +182,6 @@ def rope_card(r: Reader, model_type: str) -> PositionCard:
             "interleaved": "complex view of adjacent pairs (Llama 4's apply_rotary_emb, Meta's reference code)",
         }[layout]
 
-    if model_type in ("llama4_text", "smollm3"):
-        nope = _nope(r, layers, 4, family, sources)
     if model_type == "llama4_text":
         tuning, src = r.get("attn_temperature_tuning", default=True, default_source="default True (Llama4TextConfig)")
         if tuning:
@@ -212,7 +222,7 @@ def rope_card(r: Reader, model_type: str) -> PositionCard:
     return PositionCard(
         model_type=model_type, family=family, method="rope", num_layers=layers, num_heads=c["heads"],
         max_position_embeddings=None if c["max_pos"] is None else int(c["max_pos"]), layer_types=kinds,
-        rope=rope, sources=frozen_mapping(sources), notes=tuple(notes),
+        rope=rope, sources=frozen_mapping(_fixed_sources(sources)), notes=tuple(notes),
     )
 
 
@@ -244,7 +254,8 @@ def gemma3_card(r: Reader, model_type: str) -> PositionCard:
     )
     return PositionCard(
         model_type="gemma3_text", family="Gemma 3", method="rope", num_layers=c["layers"], num_heads=c["heads"],
-        max_position_embeddings=int(c["max_pos"]), layer_types=kinds, rope=rope, sources=frozen_mapping(sources),
+        max_position_embeddings=int(c["max_pos"]), layer_types=kinds, rope=rope,
+        sources=frozen_mapping(_fixed_sources(sources)),
         notes=("q_norm / k_norm (RMSNorm per head) come before RoPE: pass normed q and k to rotate()",),
     )
 
@@ -273,7 +284,7 @@ def gptj_card(r: Reader, model_type: str) -> PositionCard:
     return PositionCard(
         model_type=model_type, family="GPT-J", method="rope", num_layers=c["layers"], num_heads=c["heads"],
         max_position_embeddings=int(c["max_pos"]), layer_types=("full_attention",) * c["layers"], rope=rope,
-        sources=frozen_mapping(sources), notes=tuple(notes),
+        sources=frozen_mapping(_fixed_sources(sources)), notes=tuple(notes),
     )
 
 
