@@ -22,6 +22,7 @@ from .dot_product import attention, attention_scores, attention_weights, causal_
 from .frequencies import rope_frequencies, wavelengths
 from .i18n import get_language, set_language
 from .learned import cosine_similarity_matrix, learned_table_parameters
+from .models import PositionCard, position_card
 from .relative import (
     ScoreTerms,
     ShawRelativePosition,
@@ -103,6 +104,9 @@ __all__ = [
     "absolute_score_terms",
     "transformer_xl_scores",
     "relative_attention_cost",
+    # model families' position schemes, read from their configs
+    "position_card",
+    "PositionCard",
     # attention
     "attention",
     "attention_scores",
