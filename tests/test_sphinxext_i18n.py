@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,10 +18,10 @@ import sphinx.locale
 from sphinx.application import Sphinx
 from sphinx.util.docutils import docutils_namespace
 
-from posviz.sphinxext._assets import MATHJAX_PARTS
+from posviz.sphinxext._assets import MATHJAX_PARTS, PLOTLY_FULL_JS
 from posviz.sphinxext._translated_math import skeleton
 
-PLOTLY_JS = Path(__file__).parents[1] / "node_modules/plotly.js-cartesian-dist-min/plotly-cartesian.min.js"
+PLOTLY_JS = PLOTLY_FULL_JS  # plotly.py's own bundle: no `npm ci` needed (a copy of the tree has none)
 PAGE = """# Page
 
 $$
@@ -168,6 +169,19 @@ def test_the_check_catches_what_locale_alone_loses(tmp_path: Path, fake_mathjax:
     )
     assert "::" in _display_math(html)
     assert "an equation lost in translation (1 of 1): 'a = b \\\\quad \\\\text{} m'" in warnings, warnings
+
+
+def test_the_catalog_lint_sees_a_display_equation_changed(tmp_path: Path) -> None:
+    """``tools/i18n.py check`` (make test) finds it in the catalog already, before any build."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "tools"))
+    import i18n
+
+    equations = {k: v for k, v in CATALOG.items() if k.startswith("\n")}  # (inline math stays as it is)
+    po = tmp_path / "page.po"
+    po.write_text(_po(equations), encoding="utf-8")
+    assert i18n.lint(po) == []  # the \text{} words translated: the same equation
+    po.write_text(_po({**equations, "\nc = d\n": "\nc = e\n"}), encoding="utf-8")
+    assert any("display equation 'c = d'" in problem for problem in i18n.lint(po)), i18n.lint(po)
 
 
 # --- glued phrases -------------------------------------------------------------------------------

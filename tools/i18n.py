@@ -139,9 +139,9 @@ def fields(text: str) -> list[str]:
 
 
 def lint(po: Path) -> list[str]:
-    """Problems of one catalog's translations: a changed role, math span, code or link target;
-    in posviz's catalogs also a changed format field (``{name:.3f}``), Plotly placeholder
-    (``%{y:.3f}``) or HTML tag."""
+    """Problems of one catalog's translations: a changed role, math span, code or link target; in
+    the book's catalogs a display equation changed beyond its ``\\text{}`` words; in posviz's
+    catalogs a changed format field (``{name:.3f}``), Plotly placeholder (``%{y:.3f}``) or HTML tag."""
     from babel.messages.pofile import read_po
 
     with po.open("rb") as f:
@@ -157,7 +157,23 @@ def lint(po: Path) -> list[str]:
             lost = sorted(set(spans(m.id)) - set(spans(m.string)))
             extra = sorted(set(spans(m.string)) - set(spans(m.id)))
             problems.append(f"{po.name}: {m.id[:60]!r}...: missing {lost}, extra {extra}")
+        if m.id and m.string and not figure_text and is_display_math(m.id) and not same_equation(m.id, m.string):
+            problems.append(f"{po.name}: display equation {m.id.strip()[:60]!r}...: changed beyond its \\text words")
     return problems
+
+
+def is_display_math(msgid: str) -> bool:
+    """Whether a book message is a display equation: the only messages that start with a newline
+    (Sphinx strips a paragraph's; a MyST display equation keeps the one after its ``$$``)."""
+    return msgid.startswith("\n")
+
+
+def same_equation(msgid: str, msgstr: str) -> bool:
+    """The same equation up to the words of its ``\\text{...}`` (what posviz.sphinxext checks in the
+    built page; see posviz/sphinxext/_translated_math.py)."""
+    from posviz.sphinxext._translated_math import skeleton
+
+    return skeleton(msgid) == skeleton(msgstr)
 
 
 def fill_untranslatable(po: Path) -> int:
