@@ -526,3 +526,64 @@ def test_token_embeddings_are_scaled_by_sqrt_d():
     idx = torch.randint(0, 256, (2, 8))
     model(idx)
     torch.testing.assert_close(seen[0], model.wte(idx).detach() * math.sqrt(TINY["n_embd"]))
+
+
+UI_WORDS = re.compile(
+    r"\b(method|cannot|run|first|this|ratio|comparison|inside|spread|seeds?|params|train|inference|validation"
+    r"|loss|perplexity|position|evaluation|lr|tokens)\b"
+)
+
+
+def test_tables_come_out_in_chinese_with_no_english_ui_word():
+    """Issue 26: the lab chapter's tables (headers, "cannot run", "(inside spread)") left in English on
+    the Chinese pages. A table made in English carries its messages and renders in Chinese; one made
+    after set_language("zh_CN") is Chinese already."""
+    from posviz.i18n import set_language
+    from posviz.lab import (
+        Table,
+        cost_table,
+        load_previous,
+        load_published,
+        lr_search_table,
+        lr_sensitivity_table,
+        paired_table,
+        perplexity_table,
+        previous_run_table,
+    )
+
+    r = load_published()
+    comparisons = [("t5", 16, "rope"), ("t5", 16, None), ("learned", 1, "none")]
+    made = {
+        "perplexity": lambda: perplexity_table(r),
+        "paired": lambda: paired_table(r),
+        "lr search": lambda: lr_search_table(r),
+        "cost": lambda: cost_table(r),
+        "previous": lambda: previous_run_table(load_previous(), r),
+        "sensitivity": lambda: lr_sensitivity_table(r, comparisons),
+    }
+    for name, make in made.items():
+        english = make()
+        assert isinstance(english, Table) and english.record, name
+        assert UI_WORDS.search(english), name  # the check below can fail
+        zh = english.translated("zh_CN")
+        assert not UI_WORDS.search(zh), (name, UI_WORDS.findall(zh))
+        assert english.translated("en") == english
+        markdown, metadata = english._repr_markdown_()
+        assert markdown == english and metadata["posviz_i18n"] == english.record
+        try:
+            set_language("zh_CN")
+            live = make()
+        finally:
+            set_language(None)
+        assert live == zh and not live.record, name
+    assert "（波动之内）" in paired_table(r).translated("zh_CN")
+    assert "无法运行" in perplexity_table(r).translated("zh_CN")
+    # what a notebook stores for a displayed table, and what the Chinese edition's renderer makes of it
+    from IPython.core.formatters import format_display_data
+
+    from posviz.lab.tables import translate_output
+
+    data, metadata = format_display_data(paired_table(r))
+    assert data["text/markdown"] == paired_table(r) and data["text/plain"] == paired_table(r)
+    assert translate_output(data["text/markdown"], metadata, "zh_CN") == paired_table(r).translated("zh_CN")
+    assert translate_output("| a |", {}, "zh_CN") == "| a |"

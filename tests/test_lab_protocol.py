@@ -108,6 +108,10 @@ def test_validation_windows_with_a_tainted_byte_are_dropped():
     c = lab_data.Corpus(train=val, heldout=val, info={}, validation=val, validation_tainted=tainted)
     x, y = c.validation_windows(8)
     assert x[:, 0].tolist() == [0, 16, 24] and torch.equal(y, x + 1)
+    last = torch.zeros(40, dtype=torch.bool)
+    last[16] = True  # the last byte window 1 reads (its final target) and the first of window 2
+    c = lab_data.Corpus(train=val, heldout=val, info={}, validation=val, validation_tainted=last)
+    assert c.validation_windows(8)[0][:, 0].tolist() == [0, 24]
 
 
 def test_validation_windows_carry_no_heldout_string(corpus):
@@ -624,3 +628,19 @@ def test_config_rejects_an_unknown_baseline_and_ntk_with_head_size_two():
         model.set_rope_scaling("ntk")
     model.set_rope_scaling("pi")  # the other variant is fine at head size 2
     assert torch.isfinite(model(torch.randint(0, 256, (1, 8)))).all()
+
+
+def test_check_corpus_refuses_a_training_split_with_no_clean_window():
+    """Bug: a training split whose every window is tainted reaching the sampler mid-run."""
+    from posviz.lab.config import check_corpus
+
+    text = torch.arange(400) % 256
+    info = {"n_train_tokens": 400, "n_validation_tokens": 400, "n_heldout_tokens": 400}
+    cfg = LabConfig(methods=["alibi"], seeds=[0], train_len=16, eval_multipliers=[1, 2], model=dict(TINY), mode="test")
+    clean = lab_data.Corpus(train=text, heldout=text, info=info, validation=text)
+    check_corpus(clean, cfg)
+    tainted = lab_data.Corpus(
+        train=text, heldout=text, info=info, validation=text, train_tainted=torch.ones(400, dtype=torch.bool)
+    )
+    with pytest.raises(ValueError, match="training split .* holds no window of 17 bytes"):
+        check_corpus(tainted, cfg)

@@ -34,6 +34,7 @@ __all__ = [
     "previous_run_table",
     "spread_words",
     "translate_markdown",
+    "translate_output",
 ]
 
 
@@ -66,6 +67,15 @@ def translate_markdown(markdown: str, record: dict[str, list[Any]], language: st
     as whole runs of words (the rule of :func:`posviz.i18n.translate_figure`, which does the work)."""
     figure = {"layout": {"meta": {META_KEY: dict(record)}}, "text": markdown}
     return translate_figure(figure, language)["text"]
+
+
+def translate_output(markdown: str, output_metadata: dict, language: str) -> str:
+    """A notebook's ``text/markdown`` output in ``language``: translated through the record a
+    :class:`Table` left in the output's metadata (``{"text/markdown": {"posviz_i18n": ...}}``, as
+    IPython stores it), unchanged when it has none. What a renderer of the Chinese edition calls."""
+    meta = output_metadata.get("text/markdown") if isinstance(output_metadata.get("text/markdown"), dict) else None
+    record = (meta or output_metadata).get(META_KEY)
+    return translate_markdown(markdown, record, language) if record else markdown
 
 
 F = TypeVar("F", bound=Callable[..., str])
@@ -156,12 +166,12 @@ def paired_table(results: dict) -> str:
                 continue
             cell = f"{p['mean'][i]:+.2f}" + (f" ± {p['std'][i]:.2f}" if p["std"][i] is not None else "")
             if p["inside_spread"][i] is None:
-                cell += " " + tr("(one seed: no spread)")
+                cell = tr("{value} (one seed: no spread)", value=cell)
             elif p["inside_spread"][i]:
-                cell += " " + tr("(inside spread)")
+                cell = tr("{value} (inside spread)", value=cell)
             cells.append(cell)
         rows.append(cells)
-    return _rows([tr("method − {baseline}", baseline=paired["baseline"]), *_lengths_head(results)], rows)
+    return _rows([tr("method") + f" − {paired['baseline']}", *_lengths_head(results)], rows)
 
 
 @_table
