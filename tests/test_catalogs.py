@@ -102,3 +102,47 @@ def test_book_catalogs_are_in_step_with_the_chapters(tmp_path: Path) -> None:
             continue
         assert po.exists(), f"{po.name}: no catalog (make translations)"
         assert {m.id for m in _read(po)} == fresh, f"{po.name} is out of date (make translations)"
+
+
+def test_lint_sees_a_translation_that_lost_or_renamed_a_field(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A figure message whose translation dropped ``{n}`` (the number would silently vanish) or
+    renamed it (posviz.i18n would fall back to English): each is a lint problem, so
+    test_translations_keep_roles_math_code_fields_and_tags fails on it."""
+    folder = tmp_path / "zh_CN" / "LC_MESSAGES" / "figures"
+    folder.mkdir(parents=True)
+    po = folder / "x.po"
+    po.write_text(
+        'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+        'msgid "every {n} positions"\nmsgstr "每隔几个位置"\n\n'
+        'msgid "pair {i}: %{y:.1%}"\nmsgstr "维度对 {j}：%{y:.1%}"\n\n'
+        'msgid "head {h}"\nmsgstr "头 {h}"\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(i18n, "POSVIZ_LOCALE", tmp_path)
+    problems = i18n.lint(po)
+    assert len(problems) == 2, problems
+    assert "every {n} positions" in problems[0] and "'{n}'" in problems[0]
+    assert "'{i}'" in problems[1] and "'{j}'" in problems[1]
+
+
+# One name per term in the figures and self-checks (issue 26; the glossary's terms), and numbers
+# written one way: no thousands separator (10000), a percent sign right after its number (90%).
+TERMS = {
+    r"可学习位置表|可学习的位置编码": "可学习的位置表",
+    r"(?<!交互)探索器|实时交互探索器": "交互探索器",
+    r"NTK 感知(?!缩放)(?:的)?基数(?:缩放)?|NTK 感知的": "NTK 感知缩放",
+}
+POSVIZ_CATALOGS = [p for p in CATALOGS if i18n.POSVIZ_LOCALE in p.parents]
+
+
+@pytest.mark.parametrize("po", POSVIZ_CATALOGS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_figure_and_selfcheck_catalogs_use_one_name_per_term_and_one_number_style(po: Path) -> None:
+    wrong = []
+    for m in _read(po):
+        text = re.sub(r"%\{[^}]*\}|\{[^}]*\}", " ", m.string or "")
+        wrong += [
+            f"{found.group(0)!r} (say {term})" for pattern, term in TERMS.items() if (found := re.search(pattern, text))
+        ]
+        if found := re.search(r"(?<![\w.,-])\d{1,3}(?:[, \u2009\u202f]\d{3})+(?![\w,])|\d %", text):
+            wrong.append(f"{found.group(0)!r} in {m.string[:50]!r}")
+    assert not wrong, f"{po.name}: {wrong[:5]}"

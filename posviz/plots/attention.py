@@ -340,7 +340,7 @@ def permutation_figure(
                     y=positions,
                     coloraxis="coloraxis",
                     text=weight_text,
-                    hovertemplate="%{text}<br>weight = %{z:.3f}<extra></extra>",
+                    hovertemplate=tr("%{text}<br>weight = %{z:.3f}<extra></extra>"),
                 ),
                 heatmap_trace(
                     out_p,
@@ -349,7 +349,7 @@ def permutation_figure(
                     yaxis="y2",
                     coloraxis="coloraxis2",
                     text=row_text,
-                    hovertemplate="%{text}<br>output dim %{x}: %{z:.3f}<extra></extra>",
+                    hovertemplate=tr("%{text}<br>output dim %{x}: %{z:.3f}<extra></extra>"),
                 ),
                 heatmap_trace(
                     diff,
