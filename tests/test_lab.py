@@ -15,6 +15,7 @@ import torch
 
 import posviz
 import posviz.lab.model as lab_model
+import posviz.lab.positions as lab_positions
 from posviz.lab import ALL_METHODS, GPT, METHODS, GPTConfig, LabConfig, run_experiment
 from posviz.lab.data import eval_windows, load_text, sample_batch
 from posviz.lab.evaluate import evaluate
@@ -97,12 +98,12 @@ def spy(monkeypatch, owner, name):
 @pytest.mark.parametrize(
     ("method", "owner", "name"),
     [
-        ("sinusoidal", lab_model, "sinusoidal_encoding"),
+        ("sinusoidal", lab_positions, "sinusoidal_encoding"),
         ("learned", posviz.LearnedPositionalEmbedding, "forward"),
         ("shaw", posviz.ShawRelativePosition, "forward"),
         ("t5", posviz.T5RelativeBias, "forward"),
-        ("rope", lab_model, "apply_rope"),
-        ("alibi", lab_model, "alibi_bias"),
+        ("rope", lab_positions, "apply_rope"),
+        ("alibi", lab_positions, "alibi_bias"),
     ],
 )
 def test_method_calls_its_posviz_function(monkeypatch, method, owner, name):
@@ -119,7 +120,7 @@ def test_attention_is_posviz_attention_with_causal_mask(monkeypatch, method):
     if method == "shaw":
         calls = spy(monkeypatch, sys.modules[posviz.ShawRelativePosition.__module__], "masked_softmax")
     else:
-        calls = spy(monkeypatch, lab_model, "attention")
+        calls = spy(monkeypatch, lab_positions, "attention")
     model = tiny_model(method, n_layer=2)
     model(torch.randint(0, 256, (2, 8)))
     assert len(calls) == 2  # one per layer
@@ -131,7 +132,7 @@ def test_attention_is_posviz_attention_with_causal_mask(monkeypatch, method):
 
 def test_no_position_method_calls_no_position_function(monkeypatch):
     names = ("sinusoidal_encoding", "apply_rope", "alibi_bias")
-    spies = [spy(monkeypatch, lab_model, n) for n in names]
+    spies = [spy(monkeypatch, lab_positions, n) for n in names]
     tiny_model("none")(torch.randint(0, 256, (2, 8)))
     assert not any(spies)
 

@@ -16,6 +16,7 @@ import torch
 import posviz.lab.data as lab_data
 import posviz.lab.memory as lab_memory
 import posviz.lab.model as lab_model
+import posviz.lab.positions as lab_positions
 import posviz.lab.train as lab_train
 from posviz.lab import GPT, GPTConfig, LabConfig, run_experiment
 from posviz.lab.data import OVERLAP_N, eval_windows, load_topics, ngram_set, sample_batch
@@ -179,13 +180,13 @@ def test_one_seed_gives_every_method_the_same_shared_weights():
 def test_every_layer_receives_the_score_bias(monkeypatch, method):
     """Bug: the position bias reaching only the first layer."""
     calls = []
-    real = lab_model.attention
+    real = lab_positions.attention
 
     def spy(q, k, v, *args, **kwargs):
         calls.append(kwargs.get("bias"))
         return real(q, k, v, *args, **kwargs)
 
-    monkeypatch.setattr(lab_model, "attention", spy)
+    monkeypatch.setattr(lab_positions, "attention", spy)
     model = GPT(GPTConfig(method=method, block_size=8, n_layer=3, n_head=2, n_embd=16), seed=0)
     with torch.no_grad():
         for p in model.position.parameters():
@@ -208,8 +209,8 @@ def test_every_layer_uses_its_shaw_tables_and_rope_rotation(monkeypatch):
     assert used == [0, 1, 2]
     rope = GPT(GPTConfig(method="rope", block_size=8, n_layer=3, n_head=2, n_embd=16), seed=0)
     calls = []
-    real = lab_model.apply_rope
-    monkeypatch.setattr(lab_model, "apply_rope", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = lab_positions.apply_rope
+    monkeypatch.setattr(lab_positions, "apply_rope", lambda *a, **k: calls.append(1) or real(*a, **k))
     rope(torch.randint(0, 256, (1, 8)))
     assert len(calls) == 2 * 3  # q and k in each layer
 

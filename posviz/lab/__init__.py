@@ -7,7 +7,8 @@ trained ``rope`` model), are trained on the Python documentation shipped with CP
 (``pydoc_data.topics``) at one length :math:`L_{\text{train}}` and evaluated on held-out text at
 :math:`L \in \{1, 2, 4, 8, 16\} \times L_{\text{train}}`, with training throughput, peak memory
 and inference throughput measured in the same run. Every position method calls the posviz
-function its chapter teaches, and attention is :func:`posviz.attention` with ``causal=True``.
+function its chapter teaches, and attention is :func:`posviz.attention` with ``causal=True``
+(Shaw's module applies the same mask rule to its own scores).
 
 The protocol (``posviz.lab.experiment``): the topics are split into train, validation and
 held-out text with no 64-byte string in common (``posviz.lab.data``); with one seed every
@@ -31,14 +32,17 @@ optimiser flags, ``--checkpoint-every``/``--resume``: see ``posviz.lab.cli``.
 
 The full run the book shows ships inside the package (``posviz/lab/published/extrapolation.json``):
 :func:`load_published` reads it, ``--publish`` rewrites it (see ``posviz.lab.cli``; it refuses
-any configuration but the full one).
+any configuration but the full one, computed in float32 through :func:`posviz.attention`
+without compilation: :func:`posviz.lab.config.check_publishable`).
 
-Modules: ``posviz.lab.data`` (corpus, splits, overlap, windows), ``posviz.lab.model`` (the
-model and the position plug-ins), ``posviz.lab.train``, ``posviz.lab.evaluate``,
-``posviz.lab.distributed`` (processes, bf16, SDPA),
-``posviz.lab.memory``, ``posviz.lab.experiment`` (presets, protocol and the loop),
-``posviz.lab.results`` (aggregation, paired differences, schema, I/O), ``posviz.lab.figures``
-(Plotly), ``posviz.lab.cli``.
+Modules: ``posviz.lab.config`` (:class:`LabConfig`, presets, the checks made before a run),
+``posviz.lab.data`` (corpus, splits, windows), ``posviz.lab.overlap`` (shared 64-byte strings),
+``posviz.lab.model`` (the model), ``posviz.lab.positions`` (the position plug-ins),
+``posviz.lab.train``, ``posviz.lab.evaluate``, ``posviz.lab.distributed`` (processes, bf16,
+SDPA), ``posviz.lab.memory``, ``posviz.lab.experiment`` (the protocol and the loop),
+``posviz.lab.results`` (aggregation, paired differences, schema, I/O), ``posviz.lab.tables``
+(Markdown tables in the reader's language), ``posviz.lab.figures``, ``posviz.lab.cost_figures``
+and ``posviz.lab.slider_figures`` (Plotly), ``posviz.lab.cli``.
 
 Results JSON (``OUT/results.json``, or the published copy), schema ``"posviz.lab/extrapolation"`` version 2. Lists
 indexed "per length" are aligned with ``eval_lengths``. Perplexity is :math:`\exp` of the mean
@@ -66,7 +70,7 @@ reason in ``cannot_run`` (never a number)::
                "overlap": {"n": 64, "what": str,
                            "heldout_ngrams_in_train_text": float,  # held-out 64-byte strings in the train text
                            "train_bytes_tainted", "validation_bytes_tainted": float,  # left out of train / val
-                           "training_windows_with_heldout_ngram": 0.0,
+                           "training_windows_with_heldout_ngram": 0.0,  # measured on the drawable windows
                            "validation_windows", "validation_windows_dropped": int,
                            "validation_ngrams_in_heldout": 0.0},      # measured on the scored windows
                "sha256": {"text", "train", "validation", "heldout"}},  # hex SHA-256 of the UTF-8 bytes
@@ -116,9 +120,10 @@ reason in ``cannot_run`` (never a number)::
 
 ``std`` is the sample standard deviation (n - 1), ``null`` with one seed. A paired difference is
 *inside the seed spread* when the per-seed differences do not all have the same sign or their
-mean is no larger than their standard deviation (:func:`inside_spread`). Read a file with
+mean is no larger than their standard deviation (:func:`inside_spread`; ``null`` with one seed). Read a file with
 ``load_results`` (it validates) or :func:`load_published`; tabulate it with
-:func:`perplexity_table`, :func:`paired_table` and :func:`cost_table`; draw it with
+:func:`perplexity_table`, :func:`paired_table` and :func:`cost_table` (:mod:`posviz.lab.tables`;
+a one-seed difference reads "one seed: no spread", :func:`spread_words`); draw it with
 :func:`perplexity_figure`, :func:`paired_difference_figure`, :func:`perplexity_at_length_figure`,
 :func:`cost_figure` and :func:`inference_at_length_figure`.
 """

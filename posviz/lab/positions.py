@@ -1,0 +1,235 @@
+r"""The position plug-ins of the lab's model: one :class:`PositionMethod` per method.
+
+A method does one of three things (see :mod:`posviz.lab.model`): adds to the input, rotates q
+and k, or biases the scores; each calls the ``posviz`` function its chapter teaches, and
+attention is :func:`posviz.attention` with ``causal=True`` (Shaw's module computes its own
+scores and applies the same mask rule), or PyTorch's SDPA after :meth:`posviz.lab.GPT.set_attention`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from posviz import (
+    LearnedPositionalEmbedding,
+    ShawRelativePosition,
+    T5RelativeBias,
+    alibi_bias,
+    alibi_slopes,
+    apply_rope,
+    attention,
+    sinusoidal_encoding,
+)
+
+if TYPE_CHECKING:
+    from .model import GPTConfig
+
+__all__ = [
+    "ALiBiPosition",
+    "BeyondLearnedTable",
+    "LearnedPosition",
+    "NoPosition",
+    "PositionMethod",
+    "RotaryPosition",
+    "ShawPosition",
+    "SinusoidalPosition",
+    "T5Position",
+    "check_ntk_head_size",
+    "make_position",
+]
+
+
+class BeyondLearnedTable(IndexError):
+    """The input is longer than the learned position table: the model *cannot run* at that length.
+
+    The only exception :mod:`posviz.lab.evaluate` reports as "cannot run"; any other error
+    propagates.
+    """
+
+
+class PositionMethod(nn.Module):
+    """The plug-in surface. The defaults do nothing (NoPE); each method overrides one hook.
+
+    ``supports_sdpa``: the method's attention is softmax(q k^T/sqrt(d) + B) v with a bias that
+    does not depend on q (so SDPA can compute it); ``use_sdpa``: set by :meth:`GPT.set_attention`.
+    """
+
+    supports_sdpa: bool = True
+    use_sdpa: bool = False
+
+    def add_to_input(self, length: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor | None:
+        """``p_m`` for ``m = 0..length-1``, ``(T, C)``, added to the token embeddings; or None."""
+        return None
+
+    def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``q, k``: ``(B, nh, T, hs)`` -> rotated ``(B, nh, T, hs)``."""
+        return q, k
+
+    def bias(self, length: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor | None:
+        """Score bias ``(nh, T, T)`` shared by all layers; or None."""
+        return None
+
+    def attend(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None, layer: int
+    ) -> torch.Tensor:
+        r""":math:`\operatorname{softmax}(q k^\top/\sqrt{d} + B)\,v` with the causal mask, ``(B, nh, T, hs)``.
+
+        With ``use_sdpa``, ``bias`` already holds the causal mask (:meth:`GPT.forward` adds it
+        once for all layers) and is SDPA's float ``attn_mask``; None: SDPA's fused causal path."""
+        if self.use_sdpa:
+            if bias is None:
+                return F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, nh, T, hs)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype))  # (B, nh, T, hs)
+        out, _ = attention(q, k, v, bias=bias, causal=True)
+        return out
+
+
+class NoPosition(PositionMethod):
+    """NoPE: no position signal beyond the causal mask."""
+
+
+class SinusoidalPosition(PositionMethod):
+    """Vaswani et al.'s fixed table, :func:`posviz.sinusoidal_encoding`, added to the input."""
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.dim = cfg.n_embd
+
+    def add_to_input(self, length: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+        return sinusoidal_encoding(length, self.dim, device=device, dtype=dtype)  # (T, C)
+
+
+class LearnedPosition(PositionMethod):
+    """A learned table, :class:`posviz.LearnedPositionalEmbedding`, with ``block_size`` rows.
+
+    Lengths past the table raise :class:`BeyondLearnedTable` (an ``IndexError``): such an
+    evaluation "cannot run".
+    """
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.table = LearnedPositionalEmbedding(cfg.block_size, cfg.n_embd)
+
+    def add_to_input(self, length: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+        if length > self.table.max_len:
+            raise BeyondLearnedTable(
+                f"length {length} is past the learned table: max_len={self.table.max_len} has rows for "
+                f"positions 0..{self.table.max_len - 1} only (a learned table cannot extrapolate)"
+            )
+        return self.table.rows(length).to(dtype)  # (T, C)
+
+
+def check_ntk_head_size(head_dim: int) -> None:
+    """NTK-aware scaling's exponent :math:`d/(d-2)` needs a head size :math:`d > 2`: ``ValueError`` otherwise."""
+    if head_dim <= 2:
+        raise ValueError(
+            f"rope-ntk needs a head size --d-model/--heads above 2 (its base exponent is d/(d-2)), got {head_dim}"
+        )
+
+
+class RotaryPosition(PositionMethod):
+    r"""RoPE on q and k (:func:`posviz.apply_rope`, interleaved pairs), with optional scaling.
+
+    ``scaling`` (set at evaluation time, default ``"none"``), for :math:`s = T / L_{\text{train}} > 1`:
+
+    * ``"pi"``: positions :math:`m / s` (position interpolation);
+    * ``"ntk"``: base :math:`b\,s^{d/(d-2)}` (NTK-aware scaling), :math:`d` the head size.
+    """
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.base = cfg.rope_base
+        self.train_len = cfg.block_size
+        self.head_dim = cfg.head_dim
+        self.scaling = "none"
+
+    def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        length = q.shape[-2]
+        s = length / self.train_len
+        if self.scaling == "none" or s <= 1:
+            return apply_rope(q, base=self.base), apply_rope(k, base=self.base)  # (B, nh, T, hs)
+        if self.scaling == "pi":
+            positions = torch.arange(length, device=q.device, dtype=torch.float64) / s  # m / s
+            return apply_rope(q, positions, base=self.base), apply_rope(k, positions, base=self.base)
+        if self.scaling == "ntk":
+            check_ntk_head_size(self.head_dim)
+            base = self.base * s ** (self.head_dim / (self.head_dim - 2))  # b s^(d/(d-2))
+            return apply_rope(q, base=base), apply_rope(k, base=base)
+        raise ValueError(f"RoPE scaling must be 'none', 'pi' or 'ntk', got {self.scaling!r}")
+
+    def extra_repr(self) -> str:
+        return f"base={self.base}, scaling={self.scaling!r}"
+
+
+class ALiBiPosition(PositionMethod):
+    r"""ALiBi: :math:`B_{h,mn} = -m_h (m - n)` (:func:`posviz.alibi_bias`), the paper's slopes."""
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.n_head = cfg.n_head
+        self.register_buffer("slopes", alibi_slopes(cfg.n_head, device="cpu"), persistent=False)  # (nh,)
+
+    def bias(self, length: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+        return alibi_bias(self.n_head, length, slopes=self.slopes, device=device, dtype=dtype)  # (nh, T, T)
+
+
+class T5Position(PositionMethod):
+    r"""T5's learned bucket bias :math:`b_{h,\text{bucket}(n-m)}` (:class:`posviz.T5RelativeBias`).
+
+    Causal buckets (``bidirectional=False``), one table shared by all layers as in T5.
+    """
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.rel = T5RelativeBias(
+            cfg.n_head, num_buckets=cfg.t5_num_buckets, max_distance=cfg.t5_max_distance, bidirectional=False
+        )
+
+    def bias(self, length: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+        return self.rel(length).to(dtype)  # (nh, T, T)
+
+
+class ShawPosition(PositionMethod):
+    r"""Shaw et al.'s clipped relative keys and values (:class:`posviz.ShawRelativePosition`).
+
+    One module per layer (its tables are shared by that layer's heads), clip :math:`k` =
+    ``shaw_max_distance``. Its bias depends on the query and it adds to the values, so it always
+    runs :func:`posviz.attention` (never SDPA).
+    """
+
+    supports_sdpa = False
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(
+            ShawRelativePosition(cfg.head_dim, cfg.shaw_max_distance) for _ in range(cfg.n_layer)
+        )
+
+    def attend(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None, layer: int
+    ) -> torch.Tensor:
+        out, _ = self.layers[layer](q, k, v, causal=True, bias=bias)  # (B, nh, T, hs)
+        return out
+
+
+_POSITION_CLASSES: dict[str, type[PositionMethod]] = {
+    "none": NoPosition,
+    "sinusoidal": SinusoidalPosition,
+    "learned": LearnedPosition,
+    "shaw": ShawPosition,
+    "t5": T5Position,
+    "rope": RotaryPosition,
+    "alibi": ALiBiPosition,
+}
+
+
+def make_position(cfg: GPTConfig) -> PositionMethod:
+    """The :class:`PositionMethod` for ``cfg.method``."""
+    cls = _POSITION_CLASSES[cfg.method]
+    return cls() if cls is NoPosition else cls(cfg)  # type: ignore[call-arg]
+
+
