@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import sys
 
 import torch
 
@@ -35,6 +36,7 @@ __all__ = [
     "default_dtype",
     "exact_dtype",
     "resolve",
+    "round_once",
 ]
 
 
@@ -93,7 +95,13 @@ def check_real(name: str, value: object, *, positive: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         what = "a real number > 0" if positive else "a real number"
         raise TypeError(f"{name} must be {what}, got {value!r} ({type(value).__name__})")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int or a Fraction past float's range, e.g. 10**400
+        raise ValueError(
+            f"{name} must be a finite number{' > 0' if positive else ''}, got a value ({type(value).__name__}) "
+            f"beyond float64's range (|x| <= {sys.float_info.max:.4g})"
+        ) from None
     if not math.isfinite(value) or (positive and value <= 0):
         raise ValueError(f"{name} must be a finite number{' > 0' if positive else ''}, got {value}")
     return value
@@ -155,8 +163,28 @@ def resolve(device: torch.device | str | None, dtype: torch.dtype | None) -> tup
         device = default_device() if device is None else torch.device(device)
     except (RuntimeError, TypeError) as err:
         raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda', got {device!r}") from err
+    check_device_available(device)
     dtype = default_dtype() if dtype is None else check_float_dtype("dtype", dtype)
     return device, dtype
+
+
+def check_device_available(device: torch.device, name: str = "device") -> torch.device:
+    """A CUDA or MPS device that this machine has (torch would fail later with an AssertionError
+    or a RuntimeError that does not name the argument)."""
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ValueError(f"{name} {str(device)!r} is not available: this machine has no CUDA device; use 'cpu'")
+        if device.index is not None and device.index >= count:
+            raise ValueError(
+                f"{name} {str(device)!r} is not available: this machine has {count} CUDA device(s), "
+                f"cuda:0 to cuda:{count - 1}"
+            )
+    elif device.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise ValueError(f"{name} {str(device)!r} is not available on this machine; use 'cpu'")
+    return device
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -172,6 +200,48 @@ def exact_dtype(device: torch.device) -> torch.dtype:
 
 
 table_dtype = exact_dtype  # the name the modules used first
+
+_HALF = (torch.bfloat16, torch.float16)
+
+
+def _round_once_values(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    r32 = x.to(torch.float32)  # round to nearest: correct, but rounding it again to 16 bits may not be
+    back = r32.to(torch.float64)
+    bits = r32.view(torch.int32)
+    # round to odd instead: where float32 was inexact and chose the neighbour with an even last bit,
+    # take the other neighbour (one unit of the last place towards x), whose last bit is odd
+    fix = (back != x) & ((bits & 1) == 0) & torch.isfinite(r32)
+    step = torch.where(back.abs() < x.abs(), 1, -1).to(torch.int32)  # the bits order |value|, sign apart
+    odd = torch.where(fix, bits + step, bits).view(torch.float32)
+    return odd.to(dtype)
+
+
+class _RoundOnce(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:  # type: ignore[override]
+        ctx.input_dtype = x.dtype
+        return _round_once_values(x, dtype)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:  # type: ignore[override]
+        return grad.to(ctx.input_dtype), None  # as Tensor.to's gradient
+
+
+def round_once(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    r"""``x`` rounded **once** to ``dtype`` (to nearest, ties to even), autograd kept.
+
+    ``x.to(torch.bfloat16)`` or ``.to(torch.float16)`` from float64 goes through float32, and
+    rounding twice can differ from rounding once: :math:`1 + 2^{-8} + 2^{-30}` becomes
+    :math:`1 + 2^{-8}` in float32, a tie that bfloat16 rounds down to 1, where the correctly rounded
+    value is :math:`1 + 2^{-7}`. Rounding to float32 *to odd* first (the neighbour with an odd last
+    bit when inexact) keeps the information that decides the second rounding, so that rounding
+    to any format with at least two bits fewer is correct (Boldo and Melquiond, 2008, *Emulation
+    of FMA and correctly rounded sums: proved algorithms using rounding to odd*). Other dtypes (and
+    float32 inputs) use ``x.to(dtype)``, which is a single rounding.
+    """
+    if dtype not in _HALF or x.dtype != torch.float64:
+        return x.to(dtype)
+    return _RoundOnce.apply(x, dtype)
 
 
 MEMINFO = "/proc/meminfo"  # Linux: MemAvailable is what a new allocation can use without swapping

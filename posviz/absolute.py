@@ -17,8 +17,10 @@ from ._validate import (
     check_fits_in_memory,
     check_int,
     check_positive,
+    check_real,
     default_dtype,
     resolve,
+    round_once,
     table_dtype,
 )
 from .frequencies import rope_frequencies
@@ -66,7 +68,7 @@ def sinusoidal_encoding(
     theta = rope_frequencies(dim, base, device=device, dtype=work)  # [d/2]
     angle = torch.arange(length, device=device, dtype=work)[:, None] * theta  # p * theta_i, [L, d/2]
     pe = torch.stack((torch.sin(angle), torch.cos(angle)), dim=-1)  # [L, d/2, 2]
-    return pe.reshape(length, dim).to(dtype)
+    return round_once(pe.reshape(length, dim), dtype)
 
 
 def sinusoidal_shift_matrix(
@@ -92,7 +94,16 @@ def sinusoidal_shift_matrix(
     (:func:`posviz.rope_rotation_matrix`). It does not depend on ``p``: this is the
     "attend by relative position" argument of Vaswani et al. (2017).
     """
-    return rope_rotation_matrix(-offset, dim, base, device=device, dtype=dtype)
+    if isinstance(offset, torch.Tensor):
+        if offset.numel() != 1:
+            raise ValueError(f"offset must be a single number, got a tensor of shape {list(offset.shape)}")
+        if offset.dtype == torch.bool or offset.is_complex():
+            raise TypeError(f"offset must be a real number, got a {offset.dtype} tensor")
+        offset = offset.item()
+    offset = check_real("offset", offset)
+    device, dtype = resolve(device, dtype)
+    exact = rope_rotation_matrix(-offset, dim, base, device=device, dtype=table_dtype(device))  # R_{Theta,-k}
+    return round_once(exact, dtype)
 
 
 def sinusoidal_offset_similarity(
@@ -118,7 +129,7 @@ def sinusoidal_offset_similarity(
     theta = rope_frequencies(dim, base, device=offsets.device, dtype=table_dtype(offsets.device))
     check_fits_in_memory("offset-similarity table", (offsets.numel(), theta.numel()), theta.dtype, offsets.device)
     k = offsets.to(theta.dtype)
-    return torch.cos(k[..., None] * theta).sum(-1).to(dtype)
+    return round_once(torch.cos(k[..., None] * theta).sum(-1), dtype)
 
 
 def sinusoidal_phase_coverage(
@@ -155,7 +166,7 @@ def sinusoidal_phase_coverage(
     device, dtype = resolve(device, dtype)
     theta = rope_frequencies(dim, base, device=device, dtype=table_dtype(device))
     swept = (length - 1) * theta / (2 * math.pi)  # turns made by pair i over 0..L-1
-    return swept.clamp(max=1.0).to(dtype)
+    return round_once(swept.clamp(max=1.0), dtype)
 
 
 def binary_counter_waves(positions: torch.Tensor, bits: int, *, smooth: bool = False) -> torch.Tensor:
@@ -193,7 +204,7 @@ def binary_counter_waves(positions: torch.Tensor, bits: int, *, smooth: bool = F
         dtype = positions.dtype if positions.is_floating_point() else default_dtype()
         period_half = 2.0 ** torch.arange(bits, device=positions.device, dtype=work)  # 2^k
         angle = math.pi * (positions.to(work)[..., None] + 0.5) / period_half
-        return torch.sin(angle).to(dtype)
+        return round_once(torch.sin(angle), dtype)
     if positions.is_floating_point():
         raise TypeError(
             f"positions must be an integer tensor for the square waves (smooth=False), got {positions.dtype}"

@@ -22,7 +22,7 @@ import numbers
 
 import torch
 
-from ._validate import check_fits_in_memory, check_int, default_dtype, exact_dtype, resolve
+from ._validate import check_fits_in_memory, check_int, default_dtype, exact_dtype, resolve, round_once
 
 __all__ = [
     "alibi_bias",
@@ -65,7 +65,8 @@ def alibi_slopes(
     """
     num_heads = check_int("num_heads", num_heads, minimum=1)
     device, dtype = resolve(device, dtype)
-    return torch.tensor(_slopes_list(num_heads), dtype=torch.float64, device=device).to(dtype)
+    exact = torch.tensor(_slopes_list(num_heads), dtype=torch.float64, device="cpu")  # Python floats: float64
+    return round_once(exact, dtype).to(device)
 
 
 def alibi_bias(
@@ -91,55 +92,66 @@ def alibi_bias(
         num_heads: number of heads, >= 1.
         query_len: number of queries, >= 0.
         key_len: number of keys, >= 0 (default ``query_len``).
-        slopes: ``[num_heads]`` slopes; default :func:`alibi_slopes` (``num_heads``).
+        slopes: ``[num_heads]`` slopes :math:`m_h \ge 0` (finite), checked as by the window
+            helpers; default :func:`alibi_slopes` (``num_heads``). The bias keeps their autograd
+            graph: slopes that require grad give a bias that does (learned slopes).
+
+    Each value is :math:`-m_h \delta` computed in float64 for every distance :math:`\delta` that
+    occurs (``query_len + key_len - 1`` of them per head) and rounded once to ``dtype``
+    (:func:`posviz._validate.round_once`); the ``[num_heads, query_len, key_len]`` result is
+    that small table laid out by :math:`\delta = |i - j|` (a copy, no arithmetic).
     """
     num_heads = check_int("num_heads", num_heads, minimum=1)
     query_len = check_int("query_len", query_len, minimum=0)
     key_len = query_len if key_len is None else check_int("key_len", key_len, minimum=0)
     device, dtype = resolve(device, dtype)
-    if slopes is None:
-        slopes = alibi_slopes(num_heads, device=device, dtype=exact_dtype(device))
-    else:
-        if not isinstance(slopes, torch.Tensor):
-            raise TypeError(f"slopes must be a torch.Tensor, got {type(slopes).__name__}")
-        if slopes.shape != (num_heads,):
-            raise ValueError(f"slopes must have shape [num_heads] = [{num_heads}], got {list(slopes.shape)}")
-        if not slopes.is_floating_point():
-            raise TypeError(f"slopes must be a floating-point tensor, got {slopes.dtype}")
-        slopes = slopes.detach().to(device=device)
     work = exact_dtype(device)
-    check_fits_in_memory(
-        "ALiBi bias",
-        (num_heads, query_len, key_len),
-        dtype,
-        device,
-        work=((work, 2 / max(num_heads, 1)), (torch.int64, 1 / max(num_heads, 1))),
-    )
-    m = slopes.to(work)
-    i = torch.arange(query_len, device=device)[:, None]  # int64: exact at any length
-    j = torch.arange(key_len, device=device)[None, :]
-    distance = (i - j).abs_().to(work)  # |i - j|, [q, k], exact in float64
-    out = torch.empty(num_heads, query_len, key_len, device=device, dtype=dtype)
-    for h in range(num_heads):  # one [q, k] float64 buffer at a time, rounded once to dtype
-        out[h] = distance * -m[h]  # -m_h |i - j|
+    if slopes is None:
+        m = torch.tensor(_slopes_list(num_heads), dtype=work, device=device)  # float64 (float32 on MPS)
+    else:
+        m, _ = check_slopes(slopes, shape=(num_heads,))
+        m = m.to(device=device, dtype=work)
+    check_fits_in_memory("ALiBi bias", (num_heads, query_len, key_len), dtype, device)
+    if query_len == 0 or key_len == 0:
+        return torch.zeros(num_heads, query_len, key_len, device=device, dtype=dtype)
+    n = query_len + key_len - 1
+    # distance of each diagonal: s = (query_len - 1) - i + j, delta = |i - j| = |s - (query_len - 1)|
+    delta = (torch.arange(n, device=device) - (query_len - 1)).abs_()  # int64: exact at any length
+    table = round_once(delta.to(work) * -m[:, None], dtype)  # -m_h delta, [H, n], rounded once
+    if query_len >= key_len:
+        # row i is table[:, query_len - 1 - i :][:key_len]: a Hankel view (rows overlap), flipped
+        # along the queries; flip writes a fresh contiguous [H, q, k] tensor (autograd-safe)
+        return table.as_strided((num_heads, query_len, key_len), (n, 1, 1)).flip(1)
+    out = torch.empty(num_heads, query_len, key_len, device=device, dtype=dtype)  # fewer rows than columns
+    for i in range(query_len):
+        out[:, i] = table[:, query_len - 1 - i : n - i]  # keys j = 0 .. key_len - 1
     return out
 
 
-def _as_slopes(slopes: object) -> tuple[torch.Tensor, torch.dtype]:
-    """Slopes as a float64 tensor (float32 on MPS) and the dtype to return: a tensor's own floating
-    dtype, else torch's default dtype (the library's rule, see ``posviz._validate``)."""
+def check_slopes(slopes: object, *, shape: tuple[int, ...] | None = None) -> tuple[torch.Tensor, torch.dtype]:
+    r"""The one check of ALiBi slopes (:func:`alibi_bias` and the window helpers): a real tensor
+    or one real number, finite and :math:`\ge 0`, of ``shape`` when given.
+
+    Returns the slopes in float64 (float32 on MPS) on their device, **with their autograd graph**
+    (slopes that require grad are not detached), and the dtype to return: a tensor's own floating
+    dtype, else torch's default dtype (the library's rule, see ``posviz._validate``).
+    """
     if isinstance(slopes, torch.Tensor):
         if slopes.dtype == torch.bool or slopes.is_complex():
             raise TypeError(f"slopes must be a real tensor, got {slopes.dtype}")
         out_dtype = slopes.dtype if slopes.is_floating_point() else default_dtype()
-        values = slopes.detach().to(exact_dtype(slopes.device))
+        values = slopes.to(exact_dtype(slopes.device))
     elif isinstance(slopes, numbers.Real) and not isinstance(slopes, bool):
         # a Python number gives torch's default dtype, as torch.tensor(0.5) does
         out_dtype, values = default_dtype(), torch.tensor(float(slopes), dtype=torch.float64)
     else:
         raise TypeError(f"slopes must be a torch.Tensor or a real number, got {type(slopes).__name__}")
-    if values.numel() and not bool(torch.all(torch.isfinite(values) & (values >= 0))):
-        raise ValueError(f"slopes must be finite and >= 0, got {values.flatten()[:8].tolist()}")
+    if shape is not None and tuple(values.shape) != shape:
+        raise ValueError(f"slopes must have shape {list(shape)} (one per head), got {list(values.shape)}")
+    if values.device.type != "meta" and values.numel():
+        plain = values.detach()
+        if not bool(torch.all(torch.isfinite(plain) & (plain >= 0))):
+            raise ValueError(f"slopes must be finite and >= 0, got {plain.flatten()[:8].tolist()}")
     return values, out_dtype
 
 
@@ -169,12 +181,12 @@ def alibi_distance_weights(slopes: torch.Tensor | float, length: int) -> torch.T
         slopes: ALiBi slopes :math:`m \ge 0`, any shape (a tensor, or one number).
         length: the row length :math:`L \ge 1` (number of keys the query sees).
     """
-    m, out_dtype = _as_slopes(slopes)
+    m, out_dtype = check_slopes(slopes)
     length = check_int("length", length, minimum=1)
     check_fits_in_memory("ALiBi distance weights", (*m.shape, length), m.dtype, m.device)
     delta = torch.arange(length, device=m.device, dtype=m.dtype)
     # softmax(-m * delta) over delta: the closed form above, stable for any m >= 0
-    return torch.softmax(-m[..., None] * delta, dim=-1).to(out_dtype)
+    return round_once(torch.softmax(-m[..., None] * delta, dim=-1), out_dtype)
 
 
 def alibi_window_mass(
@@ -199,7 +211,7 @@ def alibi_window_mass(
             ``slopes``.
         length: the row length :math:`L \ge 1`, or ``None`` for an unbounded row.
     """
-    m, out_dtype = _as_slopes(slopes)
+    m, out_dtype = check_slopes(slopes)
     length = _check_length(length)
     if isinstance(window, torch.Tensor):
         w = window.detach().to(device=m.device, dtype=m.dtype)
@@ -213,10 +225,10 @@ def alibi_window_mass(
         w = w.clamp(max=length - 1)
     near = -torch.expm1(-m * (w + 1))  # 1 - e^{-m(w+1)}
     if length is None:
-        return near.to(out_dtype)
+        return round_once(near, out_dtype)
     total = -torch.expm1(-m * length)  # 1 - e^{-mL}
     uniform = (w + 1) / length  # the m -> 0 limit
-    return torch.where(m > 0, near / torch.where(m > 0, total, 1.0), uniform).to(out_dtype)
+    return round_once(torch.where(m > 0, near / torch.where(m > 0, total, 1.0), uniform), out_dtype)
 
 
 def alibi_effective_window(slopes: torch.Tensor | float, mass: float = 0.9, length: int | None = None) -> torch.Tensor:
@@ -244,7 +256,7 @@ def alibi_effective_window(slopes: torch.Tensor | float, mass: float = 0.9, leng
     Returns:
         Integer-valued windows (float tensor, shape of ``slopes``).
     """
-    m, out_dtype = _as_slopes(slopes)
+    m, out_dtype = check_slopes(slopes)
     if isinstance(mass, bool) or not isinstance(mass, numbers.Real):
         raise TypeError(f"mass must be a real number in (0, 1], got {mass!r} ({type(mass).__name__})")
     p = float(mass)
@@ -261,4 +273,4 @@ def alibi_effective_window(slopes: torch.Tensor | float, mass: float = 0.9, leng
     # ceil with a relative tolerance, so that rounding error never pushes an exact boundary up
     w = torch.ceil(x * (1 - 1e-12)) - 1
     w = w.clamp(min=0) if length is None else w.clamp(min=0, max=length - 1)
-    return w.to(out_dtype)
+    return round_once(w, out_dtype)

@@ -117,7 +117,7 @@ def t5_relative_bucket(
     """
     if not isinstance(relative_position, torch.Tensor):
         raise TypeError(f"relative_position must be a torch.Tensor, got {type(relative_position).__name__}")
-    if relative_position.is_floating_point() or relative_position.is_complex():
+    if relative_position.is_floating_point() or relative_position.is_complex() or relative_position.dtype == torch.bool:
         raise TypeError(f"relative_position must be an integer tensor, got {relative_position.dtype}")
     if not isinstance(bidirectional, bool):
         raise TypeError(f"bidirectional must be a bool, got {type(bidirectional).__name__}")
@@ -251,7 +251,8 @@ class T5RelativeBias(nn.Module):
 
     def forward(self, query_len: int, key_len: int | None = None) -> torch.Tensor:
         """The bias ``[num_heads, query_len, key_len]``."""
-        key_len = query_len if key_len is None else key_len
+        query_len = check_int("query_len", query_len, minimum=0)
+        key_len = query_len if key_len is None else check_int("key_len", key_len, minimum=0)
         check_fits_in_memory(
             "T5 bias", (self.num_heads, query_len, key_len), self.embedding.weight.dtype, self.embedding.weight.device
         )

@@ -7,6 +7,8 @@ from hypothesis import strategies as st
 
 import posviz
 
+TRANSFORMERS = "transformers is a test extra (the reference implementation): pip install -e '.[test]'"
+
 
 def formula(length: int, dim: int, base: float) -> torch.Tensor:
     """Vaswani et al. (2017) written out entry by entry."""
@@ -26,9 +28,19 @@ def test_sinusoidal_matches_formula(length, dim, base, device):
 
 
 def test_sinusoidal_matches_transformers_distilbert():
-    from transformers.models.distilbert.modeling_distilbert import _create_sinusoidal_embeddings
+    """DistilBERT's table (sines in the even columns, as here). The helper fills ``out`` in place in
+    every transformers version; what it returns does not stay the same (None before 4.57, ``out``
+    later), so the test reads ``out``."""
+    pytest.importorskip("transformers", reason=TRANSFORMERS)
+    from transformers.models.distilbert import modeling_distilbert
 
-    ref = _create_sinusoidal_embeddings(512, 768, torch.empty(512, 768))
+    fill = getattr(modeling_distilbert, "_create_sinusoidal_embeddings", None) or getattr(
+        modeling_distilbert, "create_sinusoidal_embeddings", None
+    )
+    if fill is None:
+        pytest.fail("transformers' DistilBERT has no (_)create_sinusoidal_embeddings: update this reference")
+    ref = torch.empty(512, 768)
+    fill(512, 768, ref)  # fills ref
     ours = posviz.sinusoidal_encoding(512, 768, device="cpu")
     torch.testing.assert_close(ours, ref, rtol=0, atol=2e-5)
 
@@ -230,3 +242,24 @@ def test_offset_similarity_bad_input():
         posviz.sinusoidal_offset_similarity(torch.arange(3), 7)
     with pytest.raises(ValueError, match="base must be a finite number > 0"):
         posviz.sinusoidal_offset_similarity(torch.arange(3), 8, base=-1.0)
+
+
+@pytest.mark.parametrize(
+    ("call", "err", "msg"),
+    [
+        (lambda: posviz.sinusoidal_shift_matrix(float("nan"), 4), ValueError, "offset must be a finite number, got"),
+        (lambda: posviz.sinusoidal_shift_matrix("1", 4), TypeError, "offset must be a real number"),
+        (lambda: posviz.sinusoidal_shift_matrix(torch.tensor([1, 2]), 4), ValueError, "offset must be a single number"),
+        (lambda: posviz.sinusoidal_encoding(4, 4, base=10**400), ValueError,
+         "base must be a finite number > 0, got a value .int. beyond float64's range"),
+        (lambda: posviz.sinusoidal_encoding(4, 4, device="cuda:99"), ValueError, "device 'cuda:99' is not available"),
+    ],
+)
+def test_shift_and_base_bad_input(call, err, msg):
+    with pytest.raises(err, match=msg):
+        call()
+
+
+def test_shift_matrix_takes_a_one_element_tensor():
+    torch.testing.assert_close(posviz.sinusoidal_shift_matrix(torch.tensor(3), 4, device="cpu"),
+                               posviz.sinusoidal_shift_matrix(3, 4, device="cpu"))

@@ -5,6 +5,8 @@ import torch
 
 import posviz
 
+TRANSFORMERS = "transformers is a test extra (the reference implementation): pip install -e '.[test]'"
+
 
 def test_power_of_two_slopes_are_the_papers():
     torch.testing.assert_close(
@@ -26,6 +28,7 @@ def test_non_power_of_two_follows_the_authors_rule_and_is_not_monotone():
 
 @pytest.mark.parametrize("heads", [1, 2, 3, 5, 6, 8, 12, 16, 20, 32, 40])
 def test_slopes_match_transformers_bloom(heads):
+    pytest.importorskip("transformers", reason=TRANSFORMERS)
     from transformers.models.bloom.modeling_bloom import build_alibi_tensor
 
     mask = torch.ones(1, 2)
@@ -52,6 +55,7 @@ def test_bias_with_custom_slopes_and_default_key_len():
 
 def test_bias_gives_same_attention_as_bloom_style_m_times_j():
     """Softmax ignores a per-row constant: -m(i-j) and +m*j give the same causal attention."""
+    pytest.importorskip("transformers", reason=TRANSFORMERS)
     from transformers.models.bloom.modeling_bloom import build_alibi_tensor
 
     h, n, d = 8, 12, 16
@@ -68,7 +72,11 @@ def test_bias_gives_same_attention_as_bloom_style_m_times_j():
         ((0, 4), {}, ValueError, "num_heads must be >= 1"),
         ((2, -1), {}, ValueError, "query_len must be >= 0"),
         ((2, 3, -4), {}, ValueError, "key_len must be >= 0"),
-        ((2, 3), {"slopes": torch.ones(3)}, ValueError, r"slopes must have shape \[num_heads\]"),
+        ((2, 3), {"slopes": torch.ones(3)}, ValueError, r"slopes must have shape \[2\] \(one per head\)"),
+        ((2, 3), {"slopes": torch.tensor([0.5, -0.1])}, ValueError, "slopes must be finite and >= 0"),
+        ((2, 3), {"slopes": torch.tensor([0.5, float("nan")])}, ValueError, "slopes must be finite and >= 0"),
+        ((2, 3), {"slopes": torch.tensor([0.5, float("inf")])}, ValueError, "slopes must be finite and >= 0"),
+        ((2, 3), {"slopes": torch.tensor([True, False])}, TypeError, "slopes must be a real tensor"),
         ((2, 3), {"slopes": [1.0, 2.0]}, TypeError, "slopes must be a torch.Tensor"),
         ((64, 10**6), {}, ValueError, "ALiBi bias .* needs"),
     ],
@@ -197,3 +205,102 @@ def test_effective_window_keeps_shape_device_and_dtype(device):
 def test_window_functions_bad_input(call, err, msg):
     with pytest.raises(err, match=msg):
         call(posviz.alibi)
+
+
+# --- exactness: slopes, layout, autograd, the window's boundary --------------------------------
+
+
+def _exact_slopes(heads: int) -> list:
+    """The authors' rule in exact arithmetic (60 digits): with P = 2^floor(log2 H), the P slopes
+    2^(-8h/P), then the odd-numbered slopes 2^(-8h/2P) of the next power of two."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 60
+        p = 2 ** (heads.bit_length() - 1)
+        exact = [Decimal(2) ** (Decimal(-8 * h) / p) for h in range(1, p + 1)]
+        exact += [Decimal(2) ** (Decimal(-8 * h) / (2 * p)) for h in range(1, 2 * p, 2)][: heads - p]
+        return exact
+
+
+@pytest.mark.parametrize("heads", [3, 5, 6, 7, 12, 16, 20, 24, 40, 48, 64])
+def test_slopes_are_float64_accurate(heads):
+    """Non-power-of-two head counts (and 16, 64: slopes that are not powers of two) within a few
+    float64 units of the exact values: float32 anywhere on the way is 1e7 times further off."""
+    from decimal import Decimal
+
+    got = posviz.alibi_slopes(heads, device="cpu", dtype=torch.float64).tolist()
+    for h, (a, b) in enumerate(zip(got, _exact_slopes(heads))):
+        assert abs(Decimal(a) - b) / b < Decimal("4e-15"), (heads, h, a)
+
+
+@pytest.mark.parametrize(("q", "k"), [(7, 5), (5, 7), (1, 9), (9, 1), (6, 6), (1, 1), (0, 4), (4, 0)])
+def test_bias_layout_every_shape_is_the_formula(q, k):
+    slopes = torch.tensor([0.3, 1 / 3, 2.0**-0.5], dtype=torch.float64)
+    bias = posviz.alibi_bias(3, q, k, slopes=slopes, device="cpu", dtype=torch.float64)
+    i, j = torch.arange(q)[:, None], torch.arange(k)[None, :]
+    assert bias.shape == (3, q, k) and bias.is_contiguous()
+    torch.testing.assert_close(bias, -slopes[:, None, None] * (i - j).abs().double(), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(("dtype", "slope", "rounded"), [
+    (torch.bfloat16, 1 + 2**-8 + 2**-30, 1 + 2**-7),  # just past a bfloat16 tie: float32 lands on it
+    (torch.float16, 1 + 2**-11 + 2**-40, 1 + 2**-10),
+    (torch.bfloat16, 1 + 2**-8 - 2**-30, 1.0),
+])
+def test_bias_is_rounded_once_not_through_float32(dtype, slope, rounded):
+    """torch's float64 -> 16-bit cast rounds to float32 first, and rounding twice can be wrong."""
+    bias = posviz.alibi_bias(1, 2, slopes=torch.tensor([slope], dtype=torch.float64), device="cpu", dtype=dtype)
+    assert bias[0, 1, 0].item() == -rounded and bias[0, 0, 1].item() == -rounded
+
+
+@pytest.mark.parametrize(("q", "k"), [(4, 3), (3, 4)])
+def test_bias_keeps_the_slopes_autograd(q, k):
+    """Given slopes are not detached: a learned-slope model gets their gradient, dB/dm_h = -|i - j|."""
+    slopes = torch.tensor([0.5, 0.25], dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda m: posviz.alibi_bias(2, q, k, slopes=m, device="cpu",
+                                                                 dtype=torch.float64), (slopes,))
+    bias = posviz.alibi_bias(2, q, k, slopes=slopes, device="cpu", dtype=torch.float32)
+    bias.sum().backward()
+    i, j = torch.arange(q)[:, None], torch.arange(k)[None, :]
+    torch.testing.assert_close(slopes.grad, -(i - j).abs().sum().double().expand(2))
+    m = torch.tensor([0.5, 0.1], requires_grad=True)
+    posviz.alibi_distance_weights(m, 5)[:, 0].sum().backward()
+    assert torch.all(m.grad > 0)  # a steeper slope puts more weight on distance 0
+
+
+def test_window_helpers_and_the_bias_share_one_slope_check(monkeypatch):
+    calls = []
+    check = posviz.alibi.check_slopes
+    monkeypatch.setattr(posviz.alibi, "check_slopes", lambda *a, **kw: calls.append(1) or check(*a, **kw))
+    posviz.alibi_bias(2, 3, slopes=torch.tensor([0.5, 0.1]))
+    posviz.alibi_distance_weights(0.5, 3)
+    posviz.alibi_window_mass(0.5, 3)
+    posviz.alibi_effective_window(0.5)
+    assert len(calls) == 4
+    for bad in (torch.tensor([0.5, -0.1]), torch.tensor([0.5, float("nan")])):
+        with pytest.raises(ValueError, match="slopes must be finite and >= 0"):
+            posviz.alibi_bias(2, 3, slopes=bad)
+        with pytest.raises(ValueError, match="slopes must be finite and >= 0"):
+            posviz.alibi_window_mass(bad, 3)
+    ints = posviz.alibi_bias(2, 3, slopes=torch.tensor([1, 0]), device="cpu")
+    assert ints.dtype == torch.float32 and ints[0, 2, 0].item() == -2 and torch.all(ints[1] == 0)
+
+
+def test_effective_window_at_an_exact_decimal_boundary():
+    """0.07 x 100 = 7.000000000000001 in floating point: a uniform row of 100 keys holds 7 % within
+    distance 6 (7 keys), so the window is 6, not 7; likewise for every p = 0.01 .. 0.99."""
+    from fractions import Fraction
+
+    assert 0.07 * 100 == 7.000000000000001
+    assert posviz.alibi_effective_window(0.0, 0.07, 100).item() == 6
+    for length in (100, 1000):
+        for cent in range(1, 100):
+            p = cent / 100
+            expected = math.ceil(Fraction(cent, 100) * length) - 1
+            w = int(posviz.alibi_effective_window(torch.tensor(0.0, dtype=torch.float64), p, length))
+            assert w == expected, (p, length)
+            mass = posviz.alibi_window_mass(torch.tensor(0.0, dtype=torch.float64), w, length)
+            assert mass >= p and (w == 0 or posviz.alibi_window_mass(0.0, w - 1, length) < p)
+    # a slope whose boundary is exact: 1 - e^{-m (w+1)} = 0.75 at w + 1 = 2 for m = ln 2
+    assert posviz.alibi_effective_window(math.log(2), 0.75).item() == 1

@@ -6,6 +6,7 @@ in the requested dtype goes wrong (e.g. ``arange`` in bfloat16 gives neighbourin
 same value).
 """
 
+import numpy as np
 import pytest
 import torch
 
@@ -15,8 +16,32 @@ LOW = [torch.bfloat16, torch.float16]
 LENGTHS = [300, 2100]  # past bfloat16's and float16's last exactly representable neighbours
 
 
+def correctly_rounded(exact: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """float64 values rounded once, to nearest with ties to even, to bfloat16 or float16, written
+    independently of torch (whose float64 -> 16-bit cast goes through float32 and can round twice):
+    numpy's float64 -> float16 conversion, and for bfloat16 (8 significant bits) x = f 2^e with
+    0.5 <= |f| < 1, rint(256 f) 2^(e - 8), exact in float64. Returned in float64."""
+    x = exact.detach().cpu().numpy()
+    if dtype == torch.float16:
+        out = x.astype(np.float16).astype(np.float64)
+    else:
+        assert dtype == torch.bfloat16
+        f, e = np.frexp(x)
+        normal = np.ldexp(np.rint(f * 256.0), e - 8)
+        subnormal = np.ldexp(np.rint(np.ldexp(x, 133)), -133)  # below 2^-126: steps of 2^-133
+        out = np.where(np.abs(x) < 2.0**-126, subnormal, normal)
+    return torch.from_numpy(out)
+
+
 def _once(fn, dtype):
-    """``fn(dtype)`` against ``fn(float64)`` rounded once to ``dtype``: identical bits."""
+    """``fn(dtype)`` against ``fn(float64)`` correctly rounded to ``dtype``: identical values."""
+    got, exact = fn(dtype), fn(torch.float64)
+    assert got.dtype == dtype
+    torch.testing.assert_close(got.cpu().double(), correctly_rounded(exact, dtype), rtol=0, atol=0, equal_nan=True)
+
+
+def _cast(fn, dtype):
+    """``fn(dtype)`` against torch's cast of ``fn(float64)`` (which may round twice, through float32)."""
     got, exact = fn(dtype), fn(torch.float64)
     assert got.dtype == dtype
     torch.testing.assert_close(got, exact.to(dtype), rtol=0, atol=0, equal_nan=True)
@@ -26,7 +51,10 @@ def _once(fn, dtype):
 @pytest.mark.parametrize("length", LENGTHS)
 @pytest.mark.parametrize("heads", [8, 6, 12])
 def test_alibi_bias(dtype, length, heads):
-    _once(lambda dt: posviz.alibi_bias(heads, length, dtype=dt), dtype)
+    # every distance 0 .. length - 1 occurs in a [length, 17] and a [17, length] bias (the two ways
+    # the bias is laid out: more queries than keys, and fewer); the square one at the shorter length
+    for q, k in ((length, 17), (17, length), (300, 300)):
+        _once(lambda dt, q=q, k=k: posviz.alibi_bias(heads, q, k, dtype=dt), dtype)
     bias = posviz.alibi_bias(heads, length, dtype=dtype)
     # neighbours stay apart: distance 1 is never rounded to 0 (it was in 53% of pairs at 1,100)
     assert torch.all(bias[:, 1:, :-1].diagonal(dim1=-2, dim2=-1) != 0)
@@ -37,6 +65,7 @@ def test_alibi_bias(dtype, length, heads):
 def test_alibi_bias_with_given_slopes(dtype, length):
     slopes = torch.tensor([0.3, 1 / 3, 0.07], dtype=torch.float64)
     _once(lambda dt: posviz.alibi_bias(3, length, 17, slopes=slopes, dtype=dt), dtype)
+    _once(lambda dt: posviz.alibi_bias(3, 5, length, slopes=slopes, dtype=dt), dtype)
 
 
 @pytest.mark.parametrize("dtype", LOW)
@@ -61,7 +90,7 @@ def test_frequencies_and_wavelengths(dtype, dim):
 @pytest.mark.parametrize("dtype", LOW)
 @pytest.mark.parametrize("position", LENGTHS)
 def test_rotation_and_shift_matrices(dtype, position):
-    _once(lambda dt: posviz.rope_rotation_matrix(position, 16, dtype=dt), dtype)
+    _cast(lambda dt: posviz.rope_rotation_matrix(position, 16, dtype=dt), dtype)  # rope: torch's cast
     _once(lambda dt: posviz.sinusoidal_shift_matrix(position, 16, dtype=dt), dtype)
 
 

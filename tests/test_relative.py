@@ -7,6 +7,8 @@ from hypothesis import strategies as st
 
 import posviz
 
+TRANSFORMERS = "transformers is a test extra (the reference implementation): pip install -e '.[test]'"
+
 
 def test_relative_positions_formula(device):
     r = posviz.relative_positions(4, 6, device=device)
@@ -50,6 +52,7 @@ def test_relative_positions_bad_input(args, err, msg):
     max_distance=st.integers(1, 1000),
 )
 def test_t5_bucket_identical_to_transformers(bidirectional, num_buckets, max_distance):
+    pytest.importorskip("transformers", reason=TRANSFORMERS)
     from transformers.models.t5.modeling_t5 import T5Attention
 
     max_exact = (num_buckets // 2 if bidirectional else num_buckets) // 2
@@ -92,6 +95,7 @@ def test_t5_bucket_bad_input(kwargs, err, msg):
 
 @pytest.mark.parametrize("bidirectional", [True, False])
 def test_t5_bias_matches_transformers_compute_bias(bidirectional):
+    pytest.importorskip("transformers", reason=TRANSFORMERS)
     from transformers import T5Config
     from transformers.models.t5.modeling_t5 import T5Attention
 
@@ -393,3 +397,21 @@ def test_absolute_terms_bad_input():
         posviz.relative.absolute_score_terms(e, e, e, e, w, torch.randn(2, 6))
     with pytest.raises(ValueError, match=r"w_k.shape\[-1\] must equal"):
         posviz.relative.absolute_score_terms(e, e, e, e, w, torch.randn(3, 5))
+
+
+@pytest.mark.parametrize(
+    ("call", "err", "msg"),
+    [
+        (lambda: posviz.t5_relative_bucket(torch.tensor([True, False])), TypeError,
+         "relative_position must be an integer tensor, got torch.bool"),
+        (lambda: posviz.T5RelativeBias(2)("4"), TypeError, r"query_len must be an integer, got '4' \(str\)"),
+        (lambda: posviz.T5RelativeBias(2)(3, 2.5), TypeError, "key_len must be an integer"),
+        (lambda: posviz.T5RelativeBias(2)(-1), ValueError, "query_len must be >= 0"),
+        (lambda: posviz.relative_positions(3, device="cuda:99"), ValueError, r"device 'cuda:99' is not available"),
+        (lambda: posviz.transformer_xl_scores(**_xl_inputs(), base=10**400), ValueError,
+         "base must be a finite number > 0.*beyond float64's range"),
+    ],
+)
+def test_more_bad_input(call, err, msg):
+    with pytest.raises(err, match=msg):
+        call()

@@ -1,7 +1,11 @@
 """posviz._validate: the device/dtype rule, error kinds and the memory guard, seen from the public API."""
 
+import math
+
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import posviz
 from posviz import _validate
@@ -126,3 +130,68 @@ def test_q_and_k_on_different_devices_name_both(scores: str) -> None:
     k = torch.randn(3, 4, device="meta")
     with pytest.raises(ValueError, match=r"q and k must be on the same device, got q: cpu and k: meta"):
         fn(q, k)
+
+
+# --- rounding once, devices that are not there, numbers past float64 ----------------------------
+
+
+def _rne(x: float, bits: int) -> float:
+    """x rounded to ``bits`` significant bits, to nearest, ties to even (exact integer arithmetic)."""
+    from fractions import Fraction
+
+    if x == 0 or not math.isfinite(x):
+        return x
+    f, e = math.frexp(x)
+    scaled = Fraction(f) * 2**bits  # exact
+    return math.ldexp(round(scaled), e - bits)  # Fraction.__round__: ties to even
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    mantissa=st.integers(2**7, 2**8 - 1),
+    exponent=st.integers(-60, 60),
+    nudge=st.sampled_from([-(2.0**-30), -(2.0**-45), 0.0, 2.0**-45, 2.0**-30, 2.0**-12]),
+    sign=st.sampled_from([1.0, -1.0]),
+)
+def test_round_once_is_one_rounding_to_nearest_even(mantissa, exponent, nudge, sign):
+    """Values at and just beside a bfloat16 / float16 tie (where rounding through float32 goes wrong)."""
+    for dtype, bits in ((torch.bfloat16, 8), (torch.float16, 11)):
+        tie = math.ldexp(mantissa + 0.5, exponent) if bits == 8 else math.ldexp(mantissa * 8 + 0.5, exponent - 3)
+        x = sign * tie * (1 + nudge)
+        if dtype == torch.float16 and not 2.0**-14 <= abs(x) < 65504:
+            continue  # float16's normal range
+        got = _validate.round_once(torch.tensor([x], dtype=torch.float64), dtype)
+        assert got.dtype == dtype and got.item() == _rne(x, bits), (x, dtype)
+
+
+def test_round_once_keeps_autograd_and_special_values():
+    x = torch.tensor([1 + 2**-8 + 2**-30, -0.0, math.inf, -math.inf, math.nan], dtype=torch.float64,
+                     requires_grad=True)
+    y = _validate.round_once(x, torch.bfloat16)
+    assert y[0].item() == 1 + 2**-7  # torch's own cast gives 1.0 here
+    assert x.detach().to(torch.bfloat16)[0].item() == 1.0
+    assert math.copysign(1, y[1].item()) == -1 and y[2].item() == math.inf and y[3].item() == -math.inf
+    assert math.isnan(y[4].item())
+    y.float().sum().backward()
+    assert torch.equal(x.grad, torch.ones(5, dtype=torch.float64))
+    same = torch.randn(10, dtype=torch.float64)
+    assert torch.equal(_validate.round_once(same, torch.float32), same.float())
+
+
+def test_devices_the_machine_lacks_are_named(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="device 'cuda' is not available: this machine has no CUDA device"):
+        posviz.alibi_bias(2, 3, device="cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    with pytest.raises(ValueError, match=r"'cuda:5' is not available: this machine has 2 CUDA device\(s\)"):
+        posviz.relative_positions(3, device="cuda:5")
+
+
+def test_numbers_past_float64_are_named():
+    from fractions import Fraction
+
+    for value in (10**400, -(10**400), Fraction(10**400, 3)):
+        with pytest.raises(ValueError, match="base must be a finite number > 0, got a value"):
+            _validate.check_real("base", value, positive=True)
+    assert _validate.check_positive("base", 10**300) == 1e300
