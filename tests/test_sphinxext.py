@@ -17,11 +17,11 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import docutils_namespace
 
 from posviz.sphinxext import MIME_PRIORITY_OVERRIDES, PlotlyNbRenderer, plotly_html, plotly_nodes
-from posviz.sphinxext._assets import MATHJAX_PARTS, PLOTLY_FULL_JS, plotly_js_version
+from posviz.sphinxext._assets import MATHJAX_PARTS, PLOTLY_FULL_JS, PLOTLY_JS_DEFAULT, plotly_js_version
 from posviz.sphinxext._mime import PLOTLY_MIME, describe_figure
 
-# npm ci's partial bundle (package.json pins it); the tests need `npm ci` in the book root
-PLOTLY_JS = Path(__file__).parents[1] / "node_modules/plotly.js-cartesian-dist-min/plotly-cartesian.min.js"
+# the book's partial bundle (make book: npm ci, then tools/plotly_bundle.mjs)
+PLOTLY_JS = Path(__file__).parents[1] / PLOTLY_JS_DEFAULT
 FIGURE = json.loads(go.Figure(go.Scatter(y=[1, 3, 2]), layout={"title": {"text": "t"}}).to_json())
 
 
@@ -152,7 +152,7 @@ def test_serves_plotly_and_mathjax_locally_only_where_needed(tmp_path: Path, fak
     out, warnings = _build(tmp_path, fake_mathjax)
     assert warnings == ""
     static = out / "_static" / "posviz"
-    served = static / "plotly-cartesian.min.js"
+    served = static / "plotly-book.min.js"
     assert 1_000_000 < served.stat().st_size < 2_000_000  # the partial bundle, not the 4.8 MB one
     assert plotly_js_version(served) == plotly_js_version(PLOTLY_FULL_JS)  # the version plotly.py bundles
     assert (static / "mathjax/startup.js").read_text() == "/* mathjax startup.js */"
@@ -161,8 +161,8 @@ def test_serves_plotly_and_mathjax_locally_only_where_needed(tmp_path: Path, fak
     assert (static / "page.js").exists() and (static / "page.css").exists()
 
     figure, math, index = ((out / f"{p}.html").read_text() for p in ("figure", "math", "index"))
-    assert '<script src="_static/posviz/plotly-cartesian.min.js' in figure
-    assert figure.index("plotly-cartesian.min.js") < figure.index("_static/posviz/figures.js")
+    assert '<script src="_static/posviz/plotly-book.min.js' in figure
+    assert figure.index("plotly-book.min.js") < figure.index("_static/posviz/figures.js")
     assert "plotly" not in math and "figures.js" not in index
     assert all('src="_static/posviz/page.js' in page for page in (figure, math, index))  # every page
     assert 'src="_static/posviz/mathjax/startup.js' in math
@@ -185,7 +185,7 @@ def test_a_plotly_bundle_of_another_version_is_a_warning(tmp_path: Path, fake_ma
     warnings = io.StringIO()
     with docutils_namespace():
         Sphinx(src, src, tmp_path / "out", tmp_path / "doctrees", "html", status=None, warning=warnings).build()
-    assert "found 1.0.0" in warnings.getvalue() and "plotly.js-cartesian-dist-min" in warnings.getvalue()
+    assert "found 1.0.0" in warnings.getvalue() and "plotly_bundle.mjs" in warnings.getvalue()
 
 
 def test_a_missing_mathjax_is_a_warning(tmp_path: Path) -> None:
@@ -353,3 +353,22 @@ def test_hidden_code_cells_are_named_by_their_visible_text(tmp_path: Path, fake_
     context = {"body": body}
     _page_context(SimpleNamespace(builder=None), "p", "page.html", context, None)
     assert "aria-label" not in context["body"] and "<summary><p" in context["body"]
+
+
+def test_a_table_posviz_prints_is_rendered_in_the_editions_language() -> None:
+    """The lab's tables are made once, in English, with the messages they hold in the output's
+    metadata: the Chinese edition renders them in Chinese, and any other Markdown as it is."""
+    from myst_nb.core.render import MimeData
+
+    from posviz.i18n import recording, tr
+    from posviz.lab.tables import Table
+    from posviz.sphinxext._mime import markdown_in_language
+
+    with recording() as record:
+        text = f"| {tr('method')} |\n|---|\n| {tr('cannot run')} |\n"
+    markdown, metadata = Table(text, record)._repr_markdown_()
+    data = MimeData("text/markdown", markdown, output_metadata={"text/markdown": metadata})
+    assert markdown_in_language(data, "zh_CN").content == "| 方法 |\n|---|\n| 无法运行 |\n"
+    assert markdown_in_language(data, "en").content == markdown
+    plain = MimeData("text/markdown", "| method |")
+    assert markdown_in_language(plain, "zh_CN").content == "| method |"  # no record: shown as it is

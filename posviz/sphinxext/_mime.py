@@ -1,5 +1,5 @@
-"""myst-nb render plugin: plotly's ``application/vnd.plotly.v1+json`` outputs as static HTML, and
-posviz's self-check blocks, in the edition's language.
+"""myst-nb render plugin: plotly's ``application/vnd.plotly.v1+json`` outputs as static HTML,
+posviz's self-check blocks and the tables posviz prints, in the edition's language.
 
 The figure is translated (:func:`posviz.i18n.translate_figure`), rounded to what it shows
 (:mod:`._rounding`), stored compactly (:mod:`._compact`) and described in words
@@ -8,6 +8,7 @@ The figure is translated (:func:`posviz.i18n.translate_figure`), rounded to what
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import html
 import json
@@ -20,7 +21,7 @@ import plotly.io as pio
 from docutils import nodes
 from myst_nb.core.render import MimeData, NbElementRenderer
 
-from ..i18n import translate, translate_figure
+from ..i18n import META_KEY, translate, translate_figure
 from ..selfcheck import MIME as SELFCHECK_MIME
 from ..selfcheck import SelfCheck
 from ._compact import COMPACT_KEYS, compact_figure
@@ -34,6 +35,7 @@ __all__ = [
     "PLOTLY_MIME",
     "PlotlyNbRenderer",
     "describe_figure",
+    "markdown_in_language",
     "plotly_html",
     "plotly_nodes",
     "selfcheck_nodes",
@@ -174,3 +176,23 @@ class PlotlyNbRenderer(NbElementRenderer):
 
     def render_mime_type_inline(self, data: MimeData) -> list[nodes.Element]:
         return plotly_nodes(data, self.language) or super().render_mime_type_inline(data)
+
+    def render_markdown(self, data: MimeData) -> list[nodes.Element]:
+        return super().render_markdown(markdown_in_language(data, self.language))
+
+    def render_markdown_inline(self, data: MimeData) -> list[nodes.Element]:
+        return super().render_markdown_inline(markdown_in_language(data, self.language))
+
+
+def markdown_in_language(data: MimeData, language: str) -> MimeData:
+    """A ``text/markdown`` output in the edition's language: a table made by posviz (a
+    :class:`posviz.lab.tables.Table`) leaves the messages it was made of in the output's metadata
+    (``posviz_i18n``), and is translated through them (:func:`posviz.lab.tables.translate_output`);
+    any other Markdown output is shown as it is."""
+    metadata = data.output_metadata or {}
+    inner = metadata.get("text/markdown")
+    if language == "en" or META_KEY not in (inner if isinstance(inner, dict) else metadata):
+        return data
+    from ..lab.tables import translate_output
+
+    return dataclasses.replace(data, content=translate_output(data.string, metadata, language))
