@@ -645,3 +645,18 @@ def test_check_corpus_refuses_a_training_split_with_no_clean_window():
     )
     with pytest.raises(ValueError, match="training split .* holds no window of 17 bytes"):
         check_corpus(tainted, cfg)
+
+
+def test_one_seed_hover_text_says_no_spread_instead_of_a_min_max(searched):
+    """Issue 21: "one seed: no spread" everywhere results are shown, the perplexity figures' hover too."""
+    from posviz.lab import perplexity_at_length_figure, perplexity_figure
+
+    one = json.loads(json.dumps(searched))
+    one["config"]["seeds"] = [0]
+    for m in one["methods"].values():
+        m["seeds"] = m["seeds"][:1]
+        m["aggregate"]["perplexity"]["n"] = [1] * len(one["eval_lengths"])
+    hover = next(t for t in perplexity_figure(one).data if t.name == "ALiBi").hovertext
+    assert all("one seed: no spread" in h and "over 1 seeds" not in h for h in hover)
+    texts = [h for trace in perplexity_at_length_figure(one).data for h in (trace.hovertext or [])]
+    assert any("one seed: no spread" in h for h in texts) and not any("over 1 seeds" in h for h in texts)

@@ -8,6 +8,7 @@ import re
 import plotly.graph_objects as go
 
 from ..i18n import N_, tr
+from .tables import spread_words
 
 __all__ = ["METHOD_COLORS", "method_label"]
 
@@ -113,11 +114,15 @@ def _hover(name: str, lengths: list[int], agg: dict, reasons: list, unit: str) -
         out.append(
             f"{_label(name)}<br>L = {length}<br>{unit} {agg['mean'][i]:.4g}"
             + (tr(" ± {std:.2g} (std)", std=std) if std is not None else "")
-            + tr(
-                "<br>min {agg:.4g}, max {agg2:.4g} over {agg3} seeds",
-                agg=agg["min"][i],
-                agg2=agg["max"][i],
-                agg3=agg["n"][i],
+            + (
+                "<br>" + spread_words(None)  # one seed: no min-max to show
+                if agg["n"][i] == 1
+                else tr(
+                    "<br>min {agg:.4g}, max {agg2:.4g} over {agg3} seeds",
+                    agg=agg["min"][i],
+                    agg2=agg["max"][i],
+                    agg3=agg["n"][i],
+                )
             )
         )
     return out

@@ -10,6 +10,7 @@ from ..i18n import tr, translatable
 from ..plots import slider_figure
 from ._style import _bar, _label, _length_label, _method_axes, _subtitle, _threads
 from .results import perplexity_ratio, validate_results
+from .tables import spread_words
 
 __all__ = ["inference_at_length_figure", "perplexity_at_length_figure"]
 
@@ -40,6 +41,14 @@ def perplexity_at_length_figure(results: dict, *, methods: list[str] | None = No
         hover = [
             tr("{label}<br>L = {lengths}: cannot run", label=_label(n), lengths=lengths[i])
             if m is None
+            else tr(
+                "{label}<br>L = {lengths}: perplexity {m:.3f}<br>{spread}",
+                label=_label(n),
+                lengths=lengths[i],
+                m=m,
+                spread=spread_words(None),
+            )
+            if aggs[n]["n"][i] == 1
             else tr(
                 "{label}<br>L = {lengths}: perplexity {m:.3f}<br>min {aggs:.3f}, max {aggs2:.3f} over {aggs3} seeds",
                 label=_label(n),
