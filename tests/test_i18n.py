@@ -175,6 +175,10 @@ def test_explorers_speak_chinese_after_set_language(chapter: str) -> None:
     assert any(re.search(r"[\u4e00-\u9fff]", d) for d in descriptions), descriptions
     texts = list(_texts(box.figure.to_dict()))
     assert any(re.search(r"[\u4e00-\u9fff]", t) for t in texts), texts[:10]
+    ui_words = _english_ui_words()
+    shown = {i18n.plain_text(t, "zh_CN") for t in texts} | set(descriptions)
+    problems = {t[:60]: p for t in sorted(shown) if (p := _problems(t, ui_words))}
+    assert not problems, problems
 
 
 @translatable

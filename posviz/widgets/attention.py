@@ -201,7 +201,7 @@ def attention_explorer(
     controls = {
         "length": slider(widgets.IntSlider, length, tr("length L"), min=1, max=128),
         "dim": slider(widgets.IntSlider, dim, tr("dimension d"), min=2, max=256, step=2),
-        "seed": slider(widgets.IntSlider, seed, "seed", min=0, max=20),
+        "seed": slider(widgets.IntSlider, seed, tr("seed"), min=0, max=20),
         "temperature": slider(
             widgets.FloatLogSlider, temperature, tr("temperature T"), base=10, min=-1.3, max=1.3, step=0.05
         ),
