@@ -124,3 +124,70 @@ def test_bug_figure_has_a_view_per_bug() -> None:
     labels = [b.label for b in fig.layout.updatemenus[0].buttons]
     assert len(labels) == len(BUGS) + 1
     assert len(fig.data) == len(BUGS) + 1
+
+
+# --- the tables of released models --------------------------------------------------------------
+
+def _cards() -> dict:
+    from posviz.models import RELEASED, position_card, released_config
+
+    return {name: position_card(released_config(name)) for name in RELEASED}
+
+
+def _row(table: str, name: str) -> list[str]:
+    (line,) = [ln for ln in table.splitlines() if f"(`{name}`)" in ln]
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def test_family_table_reads_every_cell_from_the_card() -> None:
+    from posviz.lab.tables import Table
+    from posviz.plots.models import family_table
+
+    cards = _cards()
+    table = family_table(cards)
+    assert isinstance(table, Table) and table.record  # translatable: its messages are recorded
+    assert len(table.splitlines()) == 2 + len(cards)
+    # model, method, pairing, base, share, scaling, position-free layers, context
+    assert _row(table, "llama-3.1-8b") == [
+        "Llama (`llama-3.1-8b`)", "RoPE", "half: (i, i + d/2)", "500000", "128/128 (100%)",
+        "llama3, s = 8, from L = 8192", "none", "131072"]
+    assert _row(table, "gpt-j-6b")[2:5] == ["interleaved: (2i, 2i + 1)", "10000", "64/256 (25%)"]
+    assert _row(table, "pythia-70m")[4] == "16/64 (25%)"
+    assert _row(table, "gemma-3-4b")[3] == "local: 10000; global: 1000000"
+    assert _row(table, "gemma-3-4b")[5] == "local: none; global: linear (PI), s = 8"
+    assert _row(table, "llama-4-scout")[6] == "12 of 48: every 4th, layers 3, 7, …, 47"
+    assert _row(table, "smollm3-3b")[6] == "9 of 36: every 4th, layers 3, 7, …, 35"
+    assert _row(table, "deepseek-v3")[2] == "interleaved: (2i, 2i + 1)"
+    assert _row(table, "deepseek-v3")[4] == "64/192 (33%), one key head shared"
+    assert _row(table, "gpt-oss-20b")[5] == "YaRN, s = 32, from L = 4096"
+    assert _row(table, "opt-125m")[1] == "learned table, 2050 rows, offset 2"
+    assert _row(table, "mpt-7b")[1] == "ALiBi, MPT slopes (alibi_bias_max = 8)"
+    assert _row(table, "bloom-560m")[7] == "none in the config"
+    assert "中" not in table.translated("en")
+
+
+def test_family_table_translates() -> None:
+    from posviz.plots.models import family_table
+
+    table = family_table(_cards())
+    zh = table.translated("zh_CN")
+    assert zh != str(table)
+
+
+def test_spectrum_table_counts() -> None:
+    from posviz.plots.models import spectrum_counts, spectrum_spec, spectrum_table
+
+    cards = _cards()
+    spec = spectrum_spec("llama-3.1-8b", cards["llama-3.1-8b"])
+    assert (spec["dim"], spec["base"], spec["trained"], spec["extended"]) == (128, BASE, 8192, 131072)
+    counts = spectrum_counts(spec)
+    lam = 2 * math.pi / rope_frequencies(128, BASE, **F64)
+    scaled = 2 * math.pi / rule_frequencies("llama3", 128, BASE, 8.0, 8192)
+    assert counts["turned"] == int((lam <= 8192).sum())
+    assert counts["never"] == int((lam > 131072).sum()) and counts["never_scaled"] == int((scaled > 131072).sum())
+    assert counts["moved"] == int((lam >= 8192 / 4).sum())  # llama3 keeps the pairs shorter than L/4
+    gemma = spectrum_spec("gemma-3-4b", cards["gemma-3-4b"], layer=5)
+    assert (gemma["base"], gemma["trained"]) == (1000000.0, 131072 // 8)  # linear: L_max / s
+    assert spectrum_spec("gemma-3-4b", cards["gemma-3-4b"], layer=0)["scaling"] is None
+    table = spectrum_table([spec, gemma])
+    assert table.splitlines()[2].split("|")[4].strip() == str(counts["turned"])

@@ -438,7 +438,7 @@ def test_attention_factor_is_one_for_rules_without_one():
         ({"rope_type": "yarn", "factor": 2, "original_max_position_embeddings": 8, "truncate": 1}, TypeError,
          "truncate"),
         ({"rope_type": "llama3", "factor": 8, "original_max_position_embeddings": 8, "low_freq_factor": 4,
-          "high_freq_factor": 4}, ValueError, "high_freq_factor'] must be >"),
+          "high_freq_factor": 2}, ValueError, "high_freq_factor'] must be >="),
         ({"rope_type": "llama3", "factor": 8, "original_max_position_embeddings": 8, "low_freq_factor": 1},
          ValueError, "high_freq_factor"),
         ({"rope_type": "longrope", "short_factor": [1.0] * 4, "long_factor": [1.0] * 3,

@@ -21,12 +21,15 @@ from .bias import mpt_alibi_slopes
 from .card import AlibiRule, LearnedTable, PositionCard, RopeScheme, T5Buckets, TemperatureRule
 from .families_other import OTHER_FAMILIES
 from .families_rope import ROPE_FAMILIES
+from .released import RELEASED, Released, released_config
 from .rotate import nope_query_temperature
 
 __all__ = [
     "AlibiRule",
     "LearnedTable",
     "PositionCard",
+    "RELEASED",
+    "Released",
     "RopeScheme",
     "SUPPORTED_MODEL_TYPES",
     "T5Buckets",
@@ -34,6 +37,7 @@ __all__ = [
     "mpt_alibi_slopes",
     "nope_query_temperature",
     "position_card",
+    "released_config",
 ]
 
 _FAMILIES: dict[str, Callable[[Reader, str], PositionCard]] = {**ROPE_FAMILIES, **OTHER_FAMILIES}
