@@ -28,8 +28,9 @@ from collections.abc import Mapping
 
 import torch
 
+from ._rope_params import _check_seq_len, parse_scaling
 from ._validate import check_even_dim, check_positive, resolve, table_dtype
-from .rope_scaling import _check_seq_len, parse_scaling, scaled_frequencies
+from .rope_scaling import scaled_frequencies
 
 __all__ = ["rope_frequencies", "wavelengths"]
 
