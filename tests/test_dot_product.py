@@ -344,6 +344,13 @@ def test_a_float_bias_with_a_minus_infinity_row_gives_zeros_like_a_mask(causal):
     torch.testing.assert_close(out_f, out_b)
     sdpa_mask = as_float.masked_fill(posviz.causal_mask(6, 6), -torch.inf) if causal else as_float
     torch.testing.assert_close(out_f, F.scaled_dot_product_attention(q, k, v, attn_mask=sdpa_mask))
+    # and the gradients: zero for the empty rows, finite everywhere (softmax's 0/0 would give NaN)
+    q.requires_grad_(True)
+    bias = as_float.clone().requires_grad_(True)
+    out, _ = posviz.attention(q, k, v, bias=bias, causal=causal)
+    out.sum().backward()
+    assert torch.isfinite(q.grad).all() and torch.all(q.grad[:, [2, 4]] == 0)
+    assert torch.isfinite(bias.grad).all()
 
 
 def test_a_nan_score_stays_nan():

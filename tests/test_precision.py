@@ -22,8 +22,8 @@ def correctly_rounded(exact: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     numpy's float64 -> float16 conversion, and for bfloat16 (8 significant bits) x = f 2^e with
     0.5 <= |f| < 1, rint(256 f) 2^(e - 8), exact in float64. Returned in float64."""
     x = exact.detach().cpu().numpy()
-    if dtype == torch.float16:
-        out = x.astype(np.float16).astype(np.float64)
+    if dtype in (torch.float16, torch.float32):
+        out = x.astype(np.float16 if dtype == torch.float16 else np.float32).astype(np.float64)
     else:
         assert dtype == torch.bfloat16
         f, e = np.frexp(x)
@@ -60,12 +60,17 @@ def test_alibi_bias(dtype, length, heads):
     assert torch.all(bias[:, 1:, :-1].diagonal(dim1=-2, dim2=-1) != 0)
 
 
-@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("dtype", [*LOW, torch.float32])
 @pytest.mark.parametrize("length", LENGTHS)
 def test_alibi_bias_with_given_slopes(dtype, length):
+    """Slopes that are not powers of two: float32 (distance x slope in float32) would be off too."""
     slopes = torch.tensor([0.3, 1 / 3, 0.07], dtype=torch.float64)
-    _once(lambda dt: posviz.alibi_bias(3, length, 17, slopes=slopes, dtype=dt), dtype)
-    _once(lambda dt: posviz.alibi_bias(3, 5, length, slopes=slopes, dtype=dt), dtype)
+    for q, k in ((length, 17), (5, length)):
+        got = posviz.alibi_bias(3, q, k, slopes=slopes, dtype=dtype)
+        # the formula in float64, here (not posviz's float64 result): -m_h |i - j|
+        exact = -slopes[:, None, None] * (torch.arange(q)[:, None] - torch.arange(k)[None, :]).abs().double()
+        assert got.dtype == dtype
+        torch.testing.assert_close(got.double(), correctly_rounded(exact, dtype), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("dtype", LOW)
