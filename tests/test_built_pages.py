@@ -122,9 +122,12 @@ def test_chinese_pages_declare_their_language_and_link_their_twin(page: Path) ->
 # --- The Chinese edition against its English twin: equations, UI words, figure text, citations ---
 
 EN_PAGES = [p for p in PAGES if p.relative_to(SITE).parts[0] != "zh" and (SITE / "zh" / p.relative_to(SITE)).exists()]
-DISPLAY_MATH = re.compile(r'<div class="math notranslate nohighlight"[^>]*>(.*?)</div>', re.S)
-INLINE_MATH = re.compile(r'<span class="math notranslate nohighlight">(.*?)</span>', re.S)
-EQNO = re.compile(r'<span class="eqno">.*?</span>', re.S)
+MATH = re.compile(
+    r'<(?P<tag>span|div) class="math notranslate nohighlight"[^>]*>(?:\s*<span class="eqno">.*?</span>)?'
+    r'(?:\s*<span class="posviz-tex" hidden>(?P<source>.*?)</span>)?(?P<rest>.*?)</(?P=tag)>',
+    re.S,
+)
+DELIMITED = re.compile(r"\\\[(.*?)\\\]|\\\((.*?)\\\)", re.S)
 TEXT_WORDS = re.compile(r"\\(text|textrm|textit|textbf|textsf|mbox)\s*\{(?:[^{}]|\{[^{}]*\})*\}")
 
 
@@ -133,15 +136,17 @@ def _twin(page: Path) -> Path:
 
 
 def _equations(page: Path) -> dict[str, list[str]]:
-    """A page's display and inline equations (TeX as MathJax reads it), in page order."""
-    text = page.read_text(encoding="utf-8")
-    display = []
-    for block in DISPLAY_MATH.findall(text):
-        tex = html.unescape(re.sub(r"<[^>]+>", "", EQNO.sub("", block)))
-        display += re.findall(r"\\\[(.*?)\\\]", tex, re.S) or [tex]
-    inline = [html.unescape(re.sub(r"<[^>]+>", "", m)) for m in INLINE_MATH.findall(text)]
-    inline = [m[2:-2] if m.startswith("\\(") and m.endswith("\\)") else m for m in inline]
-    return {"display": [" ".join(m.split()) for m in display], "inline": [" ".join(m.split()) for m in inline]}
+    """A page's display and inline equations, in page order: the TeX that MathJax reads in the
+    browser (``\\[...\\]``, ``\\(...\\)``), or, where the build typeset the math, the TeX it kept
+    beside the typeset markup (``<span class="posviz-tex" hidden>``). An element with no TeX at all
+    counts as ``"<no TeX>"``."""
+    found: dict[str, list[str]] = {"display": [], "inline": []}
+    for match in MATH.finditer(page.read_text(encoding="utf-8")):
+        kind = "display" if match["tag"] == "div" else "inline"
+        source = html.unescape(match["source"] if match["source"] is not None else match["rest"])
+        tex = ["".join(pair) for pair in DELIMITED.findall(source)] or ["<no TeX>"]
+        found[kind] += [" ".join(t.split()) for t in tex]
+    return found
 
 
 def _without_words(tex: str) -> str:
@@ -161,6 +166,8 @@ def test_every_equation_is_in_the_chinese_twin(page: Path) -> None:
     its ``\\text{...}`` (the first Chinese edition showed six display equations as ``\\[::\\]``)."""
     english, chinese = _equations(page), _equations(_twin(page))
     for kind in ("display", "inline"):
+        unread = [m for m in english[kind] + chinese[kind] if m == "<no TeX>"]
+        assert not unread, f"{page.name}: {len(unread)} {kind} equations whose TeX the page does not keep"
         empty = [m for m in chinese[kind] if not m.strip() or m.strip() == "::"]
         assert not empty, f"{kind} equations empty in the Chinese {page.name}: {len(empty)} ({empty[:3]})"
         en = sorted(_without_words(m) for m in english[kind])
