@@ -476,3 +476,32 @@ def test_bad_arguments():
     # the legacy key and pasted configs with their own harmless fields
     legacy = {"type": "linear", "factor": 2.0, "rope_theta": 10000.0, "partial_rotary_factor": 0.5}
     torch.testing.assert_close(posviz.rope_frequencies(8, scaling=legacy), posviz.rope_frequencies(8) / 2)
+
+
+@pytest.fixture
+def restore_defaults():
+    device, dtype = torch.get_default_device(), torch.get_default_dtype()
+    yield
+    torch.set_default_device(device)
+    torch.set_default_dtype(dtype)
+
+
+BUILDERS = {
+    "yarn_ramp": lambda **kw: posviz.yarn_ramp(16, 10000.0, 256, **kw),
+    "llama3_ramp": lambda **kw: posviz.llama3_ramp(16, 10000.0, 256, 1.0, 4.0, **kw),
+    **{
+        f"rope_frequencies[{s['rope_type']}]": functools.partial(posviz.rope_frequencies, 8, scaling=s)
+        for s in RULES[1:]
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_builders_follow_torchs_default_device_and_dtype(name, restore_defaults):
+    assert BUILDERS[name]().device.type == "cpu" and BUILDERS[name]().dtype == torch.float32
+    torch.set_default_dtype(torch.float64)
+    assert BUILDERS[name]().dtype == torch.float64
+    torch.set_default_device("meta")  # a device other than the CPU, present on every machine
+    assert BUILDERS[name]().device.type == "meta"
+    exact = BUILDERS[name](device="cpu", dtype=torch.float64)
+    assert torch.equal(BUILDERS[name](device="cpu", dtype=torch.bfloat16), exact.to(torch.bfloat16))  # rounded once
