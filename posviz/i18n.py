@@ -409,7 +409,7 @@ def plain_text(value: str, language: str = "en") -> str:
     value = _SUBTITLE.sub(subtitle, value).replace("<br>", " ")
     value = _INLINE_SUB.sub(script("_"), value)
     value = _SUP.sub(script("^"), value)
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", value)).split())
+    return tidy(html.unescape(re.sub(r"<[^>]+>", " ", value)), language)
 
 
 def tidy(text: str, language: str) -> str:
