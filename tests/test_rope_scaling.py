@@ -26,7 +26,7 @@ transformers.logging.set_verbosity_error()  # configs with unusual factors warn;
 
 TYPES = ["linear", "dynamic", "yarn", "llama3", "longrope"]
 N_CONFIGS = 120  # per type
-ULPS = 8  # float32 ulp of the unscaled theta_i; measured maxima are printed by test_report_agreement
+ULPS = 8  # float32 ulp of the unscaled theta_i; the measured maxima are printed (pytest -s)
 EPS32 = torch.finfo(torch.float32).eps
 
 
@@ -96,10 +96,10 @@ def ours(dim, base, rp, max_pos, seq_len, dtype):
     return posviz.rope_frequencies(dim, base, scaling=scaling, seq_len=seq_len, device="cpu", dtype=dtype)
 
 
-@functools.cache
 def agreement(kind: str, seed: int = 0) -> dict:
     rng = random.Random(f"{kind}-{seed}")
     worst = {"rel64": 0.0, "ulps32": 0.0, "abs32": 0.0, "factor": 0.0, "n": 0}
+    seen: dict[str, int] = {}  # how often each branch of the rule was exercised
     for _ in range(N_CONFIGS):
         dim, base, rp, max_pos, seq_len = random_config(kind, rng)
         ref64, factor64 = hf_inv_freq(kind, dim, rp, max_pos, seq_len, float64=True)
@@ -116,27 +116,63 @@ def agreement(kind: str, seed: int = 0) -> dict:
         assert factor32 == factor64
         worst["factor"] = max(worst["factor"], abs(mine - factor32))
         worst["n"] += 1
+        for branch in branches(kind, dim, base, rp, max_pos, seq_len, got64, plain):
+            seen[branch] = seen.get(branch, 0) + 1
+    worst["seen"] = seen
     return worst
 
 
+BRANCHES = {
+    "linear": {"scaled"},
+    "dynamic": {"plain (seq_len <= max)", "grown (seq_len > max)"},
+    "yarn": {"ramp interior", "truncate=False", "mscale", "attention_factor", "factor None", "beta set"},
+    "llama3": {"all three bands"},
+    "longrope": {"short", "long", "attention_factor", "factor None"},
+}
+
+
+def branches(kind, dim, base, rp, max_pos, seq_len, theta, plain) -> set[str]:
+    """Which parts of the rule a config exercises (so that a rule's test cannot pass on one branch only)."""
+    out = set()
+    ratio = theta / plain
+    if kind == "linear":
+        out.add("scaled")
+    if kind == "dynamic":
+        out.add("grown (seq_len > max)" if seq_len is not None and seq_len > max_pos else "plain (seq_len <= max)")
+    if kind == "yarn":
+        factor = rp["factor"] or max_pos / rp["original_max_position_embeddings"]
+        inside = (ratio < 1 - 1e-9) & (ratio > 1 / factor + 1e-9)
+        out |= {"ramp interior"} if bool(inside.any()) else set()
+        out |= {"truncate=False"} if rp.get("truncate") is False else set()
+        out |= {"mscale"} if rp.get("mscale") else set()
+        out |= {"attention_factor"} if rp.get("attention_factor") else set()
+        out |= {"factor None"} if rp.get("factor", 0) is None else set()
+        out |= {"beta set"} if "beta_fast" in rp or "beta_slow" in rp else set()
+    if kind == "llama3":
+        kept, divided = ratio == 1, (ratio - 1 / rp["factor"]).abs() < 1e-12
+        if kept.any() and divided.any() and (~kept & ~divided).any():
+            out.add("all three bands")
+    if kind == "longrope":
+        out.add("long" if seq_len is not None and seq_len > rp["original_max_position_embeddings"] else "short")
+        out |= {"attention_factor"} if rp.get("attention_factor") else set()
+        out |= {"factor None"} if "factor" not in rp else set()
+    return out
+
+
 @pytest.mark.parametrize("kind", TYPES)
-def test_matches_transformers_on_random_configs(kind):
+def test_matches_transformers_on_random_configs(kind, capsys):
     worst = agreement(kind)
+    with capsys.disabled():  # the measured agreement, shown with pytest -s (the numbers the notes quote)
+        print(
+            f"\n{kind:9s} {worst['n']} configs: float64 max rel {worst['rel64']:.1e}, float32 max "
+            f"{worst['ulps32']:.1f} ulp of theta_i (max abs {worst['abs32']:.1e}), attention factor max diff "
+            f"{worst['factor']:.1e}; branches {worst['seen']}"
+        )
     assert worst["n"] == N_CONFIGS
+    assert all(worst["seen"].get(b, 0) >= 5 for b in BRANCHES[kind]), worst["seen"]  # every branch, often
     assert worst["rel64"] < 1e-12, worst  # the same formula
     assert worst["ulps32"] <= ULPS, worst  # transformers' float32 rounding only
     assert worst["factor"] == 0.0, worst  # the attention factor: the same Python float expression
-
-
-def test_report_agreement(capsys):
-    """Prints the measured agreement (``pytest -s``); the numbers the report quotes."""
-    with capsys.disabled():
-        for kind in TYPES:
-            w = agreement(kind)
-            print(
-                f"\n{kind:9s} {w['n']} configs: float64 max rel {w['rel64']:.1e}, float32 max {w['ulps32']:.1f} ulp "
-                f"of theta_i (max abs {w['abs32']:.1e}), attention factor max diff {w['factor']:.1e}"
-            )
 
 
 def test_plain_ladder_matches_transformers_default():
