@@ -399,7 +399,7 @@ def rope_bug_figure(
                 hovertemplate=tr("position m = %{x:.0f}<br>mean cosine = %{y:.3f}") + "<extra></extra>",
             )
         )
-    fig.add_trace(_context_line(prefill, (-1.05, 1.05), tr("prefill length / original context (8192)"), "dash", True))
+    fig.add_trace(_context_line(prefill, (-1.05, 1.05), tr("prefill length / original context ({prefill})", prefill=prefill), "dash", True))
     n = len(BUGS)
     views = [(tr("all"), list(range(n + 1)))] + [(tr(_BUG_BUTTONS[b]), [i, n]) for i, b in enumerate(BUGS)]
     fig.update_layout(
@@ -426,7 +426,7 @@ def _layers(layers: Sequence[int], total: int) -> str:
         return tr("none")
     step = layers[1] - layers[0] if len(layers) > 1 else 0
     if len(layers) > 2 and all(b - a == step for a, b in itertools.pairwise(layers)):
-        return tr("{count} of {total}: every {step}th, layers {first}, {second}, …, {last}", count=len(layers),
+        return tr("{count} of {total}: one in {step}, layers {first}, {second}, …, {last}", count=len(layers),
                   total=total, step=step, first=layers[0], second=layers[1], last=layers[-1])
     return tr("{count} of {total}: layers {layers}", count=len(layers), total=total,
               layers=", ".join(str(i) for i in layers))
@@ -497,7 +497,7 @@ def family_table(cards: Mapping[str, Any]) -> Table:
     """The chapter's table of families, one row per card (``name -> PositionCard``), every cell read
     from the card (:func:`family_row`): a :class:`posviz.lab.tables.Table`, translatable."""
     with recording() as record:
-        head = [tr("model"), tr("method"), tr("pairing"), tr("base b"), tr("rotated share"), tr("scaling"),
+        head = [tr("model"), tr("method"), tr("pairing"), tr("base"), tr("rotated share"), tr("scaling"),
                 tr("position-free layers"), tr("context")]
         rows = [family_row(name, card) for name, card in cards.items()]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
