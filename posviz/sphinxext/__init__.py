@@ -13,7 +13,8 @@ posviz changes no other project's documentation):
   (from ``npm ci``'s ``node_modules/mathjax``), so that no page requests anything from a CDN.
   In a translated edition it also keeps every translated equation (:mod:`._translated_math`),
   writes citations in the edition's language (:mod:`._citations`) and shows glued phrases in it
-  (:mod:`._glue`).
+  (:mod:`._glue`); the render plugin draws figures, self-checks and the tables posviz prints in
+  that language (:mod:`._mime`).
 
 It imports Sphinx, docutils and myst-nb, which posviz itself does not need: install them with
 ``pip install "posviz[book]"``.
