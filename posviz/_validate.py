@@ -11,7 +11,8 @@ defaults, exactly like ``torch.zeros``: ``torch.get_default_device()`` (the CPU 
 ``torch.set_default_dtype`` changed it). A function that takes tensors returns results on their
 device, in their dtype. Values are computed in float64 (integer positions in int64) and rounded
 **once** to the requested dtype, so a bfloat16 or float16 result is the correctly rounded float64
-value (MPS, which has no float64, computes in float32).
+value (MPS, which has no float64, computes in float32). Rounding once needs :func:`round_once`:
+torch's own float64 -> bfloat16/float16 cast rounds twice, through float32.
 """
 
 from __future__ import annotations
