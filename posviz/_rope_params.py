@@ -20,10 +20,13 @@ SCALING_TYPES = ("default", "linear", "dynamic", "yarn", "llama3", "longrope")
 
 # Keys any rope_parameters mapping may hold; they are read where a rule needs them and otherwise
 # ignored (partial_rotary_factor: you pass the rotated dimension itself).
+# M-RoPE's mrope_section / mrope_interleaved (Qwen2-VL) split the pairs among position axes and
+# leave the frequencies alone.
 _COMMON = frozenset(
     {"rope_type", "type", "rope_theta", "partial_rotary_factor", "max_position_embeddings",
-     "original_max_position_embeddings"}
+     "original_max_position_embeddings", "mrope_section", "mrope_interleaved"}
 )
+_MROPE = {"mrope": "default"}  # Qwen2-VL's legacy type: transformers reads it as the default ladder
 _FIELDS = {
     "default": frozenset(),
     "linear": frozenset({"factor"}),
@@ -52,8 +55,9 @@ def parse_scaling(scaling: object, name: str = "scaling") -> dict | None:
         raise TypeError(f"{name}'s keys must be strings, got {sorted(map(repr, scaling))}")
     kind = scaling.get("rope_type", scaling.get("type", "default"))
     legacy = scaling.get("type")
-    if legacy is not None and "rope_type" in scaling and legacy != kind:
+    if legacy is not None and "rope_type" in scaling and _MROPE.get(legacy, legacy) != _MROPE.get(kind, kind):
         raise ValueError(f"{name} has rope_type={kind!r} and the legacy type={legacy!r}: keep one")
+    kind = _MROPE.get(kind, kind)
     if kind not in SCALING_TYPES:
         raise ValueError(f"{name}['rope_type'] must be one of {SCALING_TYPES}, got {kind!r}")
     unknown = set(scaling) - _COMMON - _FIELDS[kind]

@@ -95,7 +95,9 @@ def rope_frequencies(
             ``short_factor``, ``long_factor``), ``original_max_position_embeddings`` (defaults
             to ``max_position_embeddings``, as ``transformers`` does) and the config's
             ``max_position_embeddings``, which dynamic NTK needs. Unknown keys are refused. The
-            matching cos/sin factor is :func:`posviz.rope_attention_factor`.
+            matching cos/sin factor is :func:`posviz.rope_attention_factor`. Qwen2-VL's legacy
+            ``"mrope"`` is read as ``"default"``, as ``transformers`` does (its ``mrope_section``
+            splits the pairs among position axes and is not read here).
         seq_len: the current sequence length (largest position + 1), a positive integer, or
             ``None``; read by ``dynamic`` and ``longrope`` only.
         device, dtype: where and in which floating dtype to return :math:`\theta`; computed in

@@ -541,3 +541,17 @@ def test_builders_follow_torchs_default_device_and_dtype(name, restore_defaults)
     assert BUILDERS[name]().device.type == "meta"
     exact = BUILDERS[name](device="cpu", dtype=torch.float64)
     assert torch.equal(BUILDERS[name](device="cpu", dtype=torch.bfloat16), exact.to(torch.bfloat16))  # rounded once
+
+
+def test_pasted_configs_of_other_families():
+    """A Qwen2-VL config's rope_parameters (M-RoPE: legacy type 'mrope', read as the default ladder)."""
+    from transformers import Qwen2VLTextConfig
+
+    config = Qwen2VLTextConfig(
+        hidden_size=64, num_attention_heads=2, rope_scaling={"type": "mrope", "mrope_section": [4, 6, 6]},
+    )
+    pasted = dict(config.rope_parameters)
+    assert pasted.get("type") == "mrope" and pasted["rope_type"] == "default"  # what transformers leaves there
+    base = pasted["rope_theta"]
+    torch.testing.assert_close(posviz.rope_frequencies(32, base, scaling=pasted), posviz.rope_frequencies(32, base))
+    assert posviz.rope_attention_factor(pasted) == 1.0
