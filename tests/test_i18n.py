@@ -504,6 +504,27 @@ def test_every_chapter_figure_reads_as_chinese(chapter_figures) -> None:
     assert not found, found
 
 
+def test_the_lab_figures_descriptions_read_as_chinese() -> None:
+    """The extrapolation chapter's figures, from the published results: their descriptions pass
+    the same checks (their own texts are checked with the lab's figures)."""
+    import json
+
+    from posviz.lab import figures as lab
+    from posviz.lab.results import load_published
+    from posviz.sphinxext._describe import describe_figure
+
+    results = load_published()
+    ui_words = _english_ui_words()
+    found = {}
+    names = ("perplexity_figure", "perplexity_at_length_figure", "paired_difference_figure", "cost_figure")
+    for name in (*names, "inference_at_length_figure"):
+        zh = translate_figure(json.loads(getattr(lab, name)(results).to_json()), "zh_CN")
+        title, words = describe_figure(zh, "zh_CN")
+        if problems := _problems(title, ui_words) + _problems(words, ui_words):
+            found[name] = problems
+    assert not found, found
+
+
 def test_every_chapter_figure_described_in_english_has_no_stray_marks(chapter_figures) -> None:
     from posviz.sphinxext._describe import describe_figure
 
