@@ -22,7 +22,7 @@ number of turns pair :math:`i` makes over the original context:
   keep :math:`\theta_i`, pairs that turn fewer than :math:`\beta_{\text{slow}}` (1) times are
   interpolated to :math:`\theta_i/s`, a linear ramp in the pair index in between; cos and sin
   are multiplied by :math:`0.1\ln s + 1`.
-- **llama3** (Grattafiori et al., 2024; :func:`llama3_ramp`): the same by-parts idea with the
+- **llama3** (Meta's Llama 3.1 code; Grattafiori et al., 2024; :func:`llama3_ramp`): the same by-parts idea with the
   ramp linear in :math:`r_i` between ``low_freq_factor`` (1) and ``high_freq_factor`` (4) turns.
 - **longrope** (Ding et al., 2024; Phi-3): one searched rescale factor per pair,
   :math:`\theta'_i = \theta_i/\lambda_i`, from ``short_factor`` up to :math:`L` and
@@ -88,7 +88,7 @@ def ntk_aware_base(base: float, factor: float, dim: int) -> float:
 
 
 def yarn_mscale(factor: float, mscale: float = 1.0) -> float:
-    r"""YaRN's attention temperature term (Peng et al., 2024, eq. 22), as ``transformers``' ``get_mscale``:
+    r"""YaRN's attention temperature term (Peng et al., 2024), as ``transformers``' ``get_mscale``:
 
     .. math:: \operatorname{mscale}(s, m) = \begin{cases} 0.1\, m \ln s + 1 & s > 1 \\ 1 & s \le 1 \end{cases}
 
@@ -96,7 +96,7 @@ def yarn_mscale(factor: float, mscale: float = 1.0) -> float:
     score :math:`q^\top k` by its square. DeepSeek-V2/V3 configs set ``mscale`` and
     ``mscale_all_dim``: cos and sin then get
     :math:`\operatorname{mscale}(s, m)/\operatorname{mscale}(s, m_{\text{all}})` (1 when the two
-    are equal, as in DeepSeek-V3) and the attention's softmax scale
+    are equal, as in DeepSeek-V3's released config) and the attention's softmax scale
     :math:`1/\sqrt{d_{qk}}` is multiplied by :math:`\operatorname{mscale}(s, m_{\text{all}})^2`
     (``yarn_apply_mscale`` in ``transformers``' DeepSeek code).
     """
@@ -158,7 +158,7 @@ def yarn_ramp(
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
-    r"""YaRN's keep weight :math:`\gamma_i` of each pair, shape ``[dim // 2]`` (Peng et al., 2024, §3.2).
+    r"""YaRN's keep weight :math:`\gamma_i` of each pair, shape ``[dim // 2]`` (Peng et al., 2024: NTK-by-parts).
 
     .. math::
 
