@@ -94,7 +94,8 @@ def test_mpt_slopes_with_bias_max_8_are_press_slopes():
 @pytest.mark.parametrize("seed", SEEDS)
 def test_falcon_alibi_through_its_eager_softmax(seed):
     rng = random.Random(f"falcon-alibi-{seed}")
-    heads, hd, length = rng.randint(1, 8), rng.choice((4, 8)), rng.randint(2, 10)
+    # 9..15 heads: slopes 2^(-k/2) that bfloat16 rounds, products with more bits than bfloat16 keeps
+    heads, hd, length = (3, 12, 10, 15, 14)[seed], rng.choice((4, 8)), rng.randint(8, 16)
     config = transformers.FalconConfig(
         hidden_size=heads * hd, num_attention_heads=heads, num_hidden_layers=1, alibi=True, multi_query=False,
         new_decoder_architecture=False, bias=False,
@@ -116,6 +117,17 @@ def test_falcon_alibi_through_its_eager_softmax(seed):
     bias = card.bias(length, attention_mask=mask)
     mine = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(hd) + bias + additive, dim=-1)
     torch.testing.assert_close(mine, probs, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("heads", (3, 9, 12, 16))
+def test_falcon_alibi_values_are_its_bfloat16_products(heads):
+    config = transformers.FalconConfig(hidden_size=heads * 4, num_attention_heads=heads, num_hidden_layers=1,
+                                       alibi=True)
+    card = position_card(config)
+    mask = _left_padded(random.Random(heads), 2, 300)  # keys past 256: bfloat16 rounds the positions too
+    mask[0] = 1  # one row without padding reaches key 299
+    want = _mod("falcon").build_alibi_tensor(mask, heads, torch.float32).view(2, heads, 1, 300) / math.sqrt(4)
+    torch.testing.assert_close(card.bias(1, 300, attention_mask=mask), want, atol=0, rtol=0)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -101,8 +101,11 @@ def _alibi(
             j = torch.arange(key_len, device=device)[None]
         if rule.form == "key-minus-last":
             j = j - (key_len - 1)  # MPT: arange(1 - L, 1)
-        out = slopes[None, :, None, None] * j[:, None, None, :].to(work)  # m_h * j, [b, h, 1, k]
-        if rule.slope_dtype is not None:  # Falcon multiplies in bfloat16
+        j = j.to(work)
+        if rule.slope_dtype is not None:  # Falcon multiplies in bfloat16: j too is rounded (exact below 257)
+            j = j.to(getattr(torch, rule.slope_dtype)).to(work)
+        out = slopes[None, :, None, None] * j[:, None, None, :]  # m_h * j, [b, h, 1, k]
+        if rule.slope_dtype is not None:  # ... and so is the product
             out = out.to(getattr(torch, rule.slope_dtype)).to(work)
         out = out.expand(-1, -1, query_len, -1)
     if rule.bias_scaled:
@@ -152,9 +155,10 @@ def card_bias(
 
     - BLOOM (``form="native"``): :math:`B_{h,ij} = m_h\,j` with :math:`j` the key's position
       among the unpadded tokens of ``attention_mask`` (``[batch, key_len]``; default all ones),
-      as ``build_alibi_tensor``; added to the scaled scores. Falcon: the same with
-      bfloat16-rounded slopes and products, divided by :math:`\sqrt{d}` (it is added before the
-      scale). MPT: :math:`m_h\,(j - (L_k - 1))` with MPT's slopes (``build_mpt_alibi_tensor``).
+      as ``build_alibi_tensor``; added to the scaled scores. Falcon: the same with slopes, key
+      positions and products rounded to bfloat16 (its ``build_alibi_tensor`` multiplies in
+      bfloat16), divided by :math:`\sqrt{d}` (it is added before the scale). MPT:
+      :math:`m_h\,(j - (L_k - 1))` with MPT's slopes (``build_mpt_alibi_tensor``).
       ``form="distance"`` gives :math:`-m_h|i - j|` (:func:`posviz.alibi_bias`) with the same
       slopes: equal after a causal softmax (module docstring).
     - T5: :math:`B_{h,ij} = W[\operatorname{bucket}(j - i - p), h]` with the owner layer's table

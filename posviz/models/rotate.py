@@ -19,7 +19,12 @@ For layer :math:`\ell` with base :math:`b_\ell` and scaling :math:`\sigma_\ell` 
 rotation of :func:`posviz.apply_rope` on coordinates :math:`o .. o+r-1` only, the others passed
 through, and :math:`a` the factor the module multiplies cos and sin by (YaRN, LongRoPE; 1
 otherwise). In a NoPE layer nothing rotates; Llama 4 multiplies the query by
-:func:`nope_query_temperature` there.
+:func:`nope_query_temperature` there, at ``position_ids`` (the module uses the cache positions
+``past + arange(seq)``, the same numbers unless the batch is padded).
+
+Left to the module: the projections, norms (Llama 4's L2 ``qk_norm`` *after* RoPE included, see
+``card.rope.qk_norm_after_rope``), the score scale (DeepSeek's ``card.rope.softmax_scale_factor``)
+and the cache.
 """
 
 from __future__ import annotations
