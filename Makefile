@@ -1,4 +1,6 @@
-# Two jobs: `make book` (set up, then build the book) and `make test` (set up, then lint and test).
+# `make book` (set up, then build the book), `make check` (set up, lint and the tests that need no
+# built book and no browser: a couple of minutes) and `make test` (set up, lint, build the book if
+# its sources changed since the last build, then the whole suite). See the README's *Tests*.
 # Both create a virtual environment in .venv and install the CPU build of PyTorch first, so pip
 # never pulls a multi-GB CUDA build. Override TORCH to pick another torch, e.g.
 #   make book TORCH="torch --index-url https://download.pytorch.org/whl/cpu"
@@ -7,8 +9,15 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 BOOK_FLAGS ?= -W -n --keep-going
+# pytest-xdist workers: one per core, at most 4 (each browser test worker runs its own Chromium)
+JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
+XDIST = -n $(JOBS) --dist loadgroup
+# Wall-time budgets (seconds) for pytest in `make check` and `make test` on an idle 2-core machine;
+# a run over its budget fails (tests/conftest.py), and every run prints its time at the end.
+CHECK_BUDGET ?= 120
+TEST_BUDGET ?= 420
 
-.PHONY: book test setup-book setup-test lint clean translations
+.PHONY: book check test setup-book setup-test lint clean translations
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,12 +44,29 @@ _build/.posviz-stamp: $(shell find posviz -name '*.py' -not -path 'posviz/sphinx
 	rm -rf _build/.jupyter_cache
 	mkdir -p _build && touch $@
 
-book: $(VENV)/.book _build/.posviz-stamp
-	[ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund
+# The browser assets (package.json): MathJax, plotly.js and esbuild, axe-core for the tests.
+node_modules/.package-lock.json: package-lock.json
+	npm ci --no-audit --no-fund
+
+# The book's plotly.js: the trace types its figures draw (tools/plotly_bundle.mjs).
+PLOTLY_BUNDLE := node_modules/.posviz/plotly-book.min.js
+$(PLOTLY_BUNDLE): tools/plotly_bundle.mjs node_modules/.package-lock.json
+	node tools/plotly_bundle.mjs $@
+
+book: $(VENV)/.book _build/.posviz-stamp $(PLOTLY_BUNDLE)
 	@# --all re-reads every page, so a warning on an unchanged page fails again; execution stays cached
 	$(BIN)/jupyter-book build . --all $(BOOK_FLAGS)
 	@# the Chinese edition (_build/html/zh) from locale/zh_CN: same sources, same execution cache
 	$(BIN)/python tools/i18n.py html
+	touch _build/.book-stamp
+
+# What the book is built from: `make test` rebuilds it only when one of these is newer than the
+# last build (`make book` always rebuilds).
+BOOK_SOURCES := $(shell find book locale posviz tools -type f -not -name '*.pyc' -not -path '*/__pycache__/*' \
+	-not -path '*/.ipynb_checkpoints/*' 2>/dev/null) _config.yml _toc.yml package.json package-lock.json \
+	pyproject.toml requirements.txt
+_build/.book-stamp: $(BOOK_SOURCES)
+	$(MAKE) book
 
 # English prose changed: bring the catalogs up to date (changed messages come back untranslated),
 # translate them, then `make test` (it fails while a message is untranslated or fuzzy).
@@ -51,8 +77,11 @@ translations: $(VENV)/.book
 lint: $(VENV)/.test
 	$(BIN)/ruff check .
 
-test: $(VENV)/.test lint book
-	$(BIN)/python -m pytest
+check: $(VENV)/.test lint
+	$(BIN)/python -m pytest $(XDIST) -m "not browser and not book and not install" --time-budget=$(CHECK_BUDGET)
+
+test: $(VENV)/.test lint _build/.book-stamp
+	$(BIN)/python -m pytest $(XDIST) --time-budget=$(TEST_BUDGET)
 
 clean:
 	rm -rf _build

@@ -1,12 +1,121 @@
-"""Shared fixtures: every device test runs on the CPU and again on CUDA when one is present."""
+"""Shared fixtures: every device test runs on the CPU and again on CUDA when one is present.
+
+Also the test tiers (README, *Tests*): :func:`pytest_collection_modifyitems` marks what a test
+needs (``browser``: headless Chromium; ``book``: the built site in ``_build/html``; ``install``: a
+package index, for a fresh environment), so ``make check`` runs the rest without either, and
+``make test`` runs everything. Under pytest-xdist each worker's torch gets its share of the cores,
+and the JupyterLab tests stay together on one worker (one server, one module fixture).
+``--time-budget`` fails a run that takes longer than it may, and every run ends with its wall time.
+"""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import os
+import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
+
+# --- tiers, markers and the time budget -----------------------------------------------------------
+
+# Test files that need the built book (_build/html) or a browser as a whole; other tests are
+# judged by the fixtures they ask for, or carry the marker themselves.
+BOOK_FILES = {"test_browser.py", "test_built_pages.py"}
+BROWSER_FILES = {"test_browser.py", "test_jupyterlab.py"}
+BOOK_FIXTURES = {"site_url", "base_url"}  # fixtures that serve _build/html
+BROWSER_FIXTURES = {"browser"}
+XDIST_GROUPS = {"test_jupyterlab.py": "jupyterlab"}  # one JupyterLab server (a module fixture) for these
+_STARTED = time.monotonic()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--time-budget",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="fail the run when it takes longer than this wall time (make check and make test set it)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        name = item.path.name
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if name in BROWSER_FILES or fixtures & BROWSER_FIXTURES:
+            item.add_marker(pytest.mark.browser)
+        if name in BOOK_FILES or fixtures & BOOK_FIXTURES:
+            item.add_marker(pytest.mark.book)
+        if name in XDIST_GROUPS:
+            item.add_marker(pytest.mark.xdist_group(XDIST_GROUPS[name]))
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _core_share() -> int | None:
+    """This xdist worker's share of the cores, or ``None`` outside a parallel run."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if not os.environ.get("PYTEST_XDIST_WORKER") or workers < 2:
+        return None
+    return max(1, (os.cpu_count() or 1) // workers)
+
+
+def thread_env() -> dict[str, str]:
+    """Environment for a subprocess that runs torch (a kernel, a fresh environment): in a parallel
+    run, this worker's share of the cores, so that two workers' kernels do not fight for them."""
+    share = _core_share()
+    return {} if share is None else {"OMP_NUM_THREADS": str(share), "MKL_NUM_THREADS": str(share)}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    share = _core_share()
+    if share is not None:  # each worker's torch gets its share of the cores
+        torch.set_num_threads(share)
+
+
+def pytest_terminal_summary(terminalreporter: object, exitstatus: int, config: pytest.Config) -> None:
+    if _is_worker(config):
+        return
+    wall = time.monotonic() - _STARTED
+    budget = config.getoption("--time-budget")
+    said = f"posviz test time: {wall:.0f} s wall"
+    if budget is not None:
+        said += f" of a {budget:.0f} s budget" + (" - OVER BUDGET" if wall > budget else "")
+    terminalreporter.write_line(said, bold=True, red=budget is not None and wall > budget)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    budget = session.config.getoption("--time-budget")
+    if budget is not None and not _is_worker(session.config) and time.monotonic() - _STARTED > budget:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+SHOTS = Path(os.environ.get("POSVIZ_SHOTS", Path(__file__).resolve().parents[1] / "screenshots"))
+
+
+def fresh_folder(config: pytest.Config, folder: Path) -> Path:
+    """``folder`` emptied of its files once per run, whichever xdist worker asks first (the
+    others find it already done); its subfolders (another test file's) are left alone."""
+    run = getattr(config, "workerinput", {}).get("testrunuid") or f"pid-{os.getpid()}"
+    folder.mkdir(parents=True, exist_ok=True)
+    key = hashlib.sha1(str(folder.resolve()).encode()).hexdigest()[:12]
+    lock = Path(tempfile.gettempdir()) / f"posviz-shots-{key}.lock"
+    with lock.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        stamp = folder / ".run"
+        if not stamp.exists() or stamp.read_text() != run:
+            for entry in folder.iterdir():
+                if not entry.is_dir():
+                    entry.unlink()
+            stamp.write_text(run)
+    return folder
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -28,7 +28,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import socket
 import subprocess
 import sys
@@ -58,6 +57,7 @@ if not Path(CHROMIUM).exists():
 
 sys.path.insert(0, str(ROOT / "tools"))
 import notebooks  # noqa: E402
+from conftest import thread_env  # noqa: E402
 
 
 def _explorer_calls(md: Path) -> int:
@@ -112,6 +112,7 @@ class Lab:
             "JUPYTER_CONFIG_DIR": str(home / "config"),
             "IPYTHONDIR": str(home / "ipython"),
             "PYTHONPATH": str(ROOT),  # the kernel imports this checkout's posviz
+            **thread_env(),  # in a parallel run (make test), the kernels' torch keeps to this worker's cores
         }
         self.log = (home / "server.log").open("w")
         self.process = subprocess.Popen(
@@ -181,10 +182,10 @@ def pages(browser: object) -> Iterator[object]:
 
 
 @pytest.fixture(scope="module")
-def shots() -> Path:
-    shutil.rmtree(SHOTS, ignore_errors=True)
-    SHOTS.mkdir(parents=True)
-    return SHOTS
+def shots(request: pytest.FixtureRequest) -> Path:
+    from conftest import fresh_folder  # emptied once per run, also when xdist workers share it
+
+    return fresh_folder(request.config, SHOTS)
 
 
 # ---- what the page is asked (JavaScript run in the page) -------------------------------------

@@ -28,6 +28,7 @@ SITE = Path(os.environ.get("POSVIZ_SITE", ROOT / "_build" / "html"))
 sys.path.insert(0, str(ROOT / "tools"))
 
 import notebooks  # noqa: E402
+from conftest import thread_env  # noqa: E402
 
 
 def chapter_names() -> list[str]:
@@ -109,6 +110,7 @@ def test_setup_cell_follows_the_config(tmp_path):
     assert "posviz @ git+https://github.com/someone/fork@dev" in notebooks.setup_source(cfg)
 
 
+@pytest.mark.book
 @pytest.mark.skipif(not SITE.exists(), reason="the book is not built (make book)")
 @pytest.mark.parametrize("name", chapter_names())
 def test_launch_buttons_point_at_the_chapter_notebook(name):
@@ -124,6 +126,7 @@ def test_launch_buttons_point_at_the_chapter_notebook(name):
     assert (ROOT / "book" / f"{name}.ipynb").exists()
 
 
+@pytest.mark.book
 @pytest.mark.skipif(not (SITE / "zh").exists(), reason="the Chinese edition is not built (make book)")
 @pytest.mark.parametrize("name", chapter_names())
 def test_chinese_pages_launch_the_chinese_notebook(name):
@@ -141,6 +144,7 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
+@pytest.mark.install
 def test_chapters_run_in_a_fresh_environment(tmp_path):
     """Colab stand-in: no posviz installed; the setup cell installs it from a wheel. Every cell
     runs, the explorer cells too (the book build skips them: their widget state would add MBs),
@@ -152,6 +156,7 @@ def test_chapters_run_in_a_fresh_environment(tmp_path):
     venv = tmp_path / "venv"
     # the fresh environment sees nothing of this one: no PYTHONPATH pointing at the checkout
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(thread_env())  # in a parallel run (make test), the kernels keep to this worker's cores
     _run([sys.executable, "-m", "venv", str(venv)])
     py = str(venv / "bin" / "python")
     torch_pin = f"torch=={torch.__version__.split('+')[0]}"  # the CPU build already used here
