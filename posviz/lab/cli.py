@@ -6,6 +6,8 @@ Examples::
     python -m posviz.lab --threads 1 --publish    # the full run the book shows (30 runs; 81 min, 1 busy thread)
     python -m posviz.lab --methods rope alibi --seeds 0 1 --train-len 32 --out /tmp/lab
     python -m posviz.lab --replot --out /tmp/lab  # redraw the HTML from /tmp/lab/results.json
+    python -m posviz.lab --threads 1 --methods rope rope-yarn --merge-into posviz/lab/published/extrapolation.json
+                                                  # add a RoPE variant to the published run (rope retrained only)
 
 Bigger runs, no code to edit::
 
@@ -221,6 +223,16 @@ def build_parser() -> argparse.ArgumentParser:
         "shows; with --replot: redraw from that copy",
     )
     out.add_argument(
+        "--merge-into",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="add RoPE variants to an existing results file (e.g. posviz/lab/published/extrapolation.json) "
+        "without rerunning the rest: give --methods rope and variants only, with FILE's configuration; rope is "
+        "retrained, the rows FILE already has must come out identical (else nothing is merged), the new rows "
+        "are added with their paired differences and the run is recorded under 'reruns' (posviz.lab.merge)",
+    )
+    out.add_argument(
         "--plotlyjs",
         choices=("inline", "cdn"),
         default="inline",
@@ -327,6 +339,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_publishable(cfg)
         except ValueError as err:
             return fail(str(err))
+    target = code = None
+    if args.merge_into is not None:
+        if args.publish or args.replot or args.resume:
+            return fail("--merge-into adds rows to a file: it cannot be combined with --publish, --replot or --resume")
+        from .merge import RerunMismatch, check_mergeable_config, code_version, merge_rerun
+        from .results import load_results
+
+        try:
+            target = load_results(args.merge_into)
+            check_mergeable_config(cfg.to_dict(), target)
+        except (ValueError, OSError) as err:  # RerunMismatch and json errors are ValueErrors
+            return fail(f"--merge-into {args.merge_into}: {err}")
+        code = code_version()  # the code that runs, taken before it runs
     out = args.out
     if out is None and not args.publish:
         out = Path(f"results/extrapolation-{preset}")
@@ -381,6 +406,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if out is not None:
             written.append(save_results(results, out / "results.json"))
             written += write_figures(results, out, include_plotlyjs=plotlyjs)
+        if target is not None:
+            try:
+                merged = merge_rerun(target, results, code=code)
+            except RerunMismatch as err:
+                return fail(f"--merge-into {args.merge_into}: {err}")
+            written.append(save_results(merged, args.merge_into))
+            results = merged
         print(format_tables(results))
         print(f"\nwrote {', '.join(str(p) for p in written)} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
         return 0

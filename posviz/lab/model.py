@@ -18,11 +18,14 @@ Attention itself is :func:`posviz.attention` with ``causal=True`` (Shaw's module
 method's bias plus the causal mask as its float ``attn_mask``, or ``is_causal=True`` when the
 method has no bias; Shaw (a query-dependent bias and a value term) always keeps
 :func:`posviz.attention`. Both compute the same function (tested in float64).
-Two extra evaluation-time variants reuse a trained ``rope`` model unchanged
-(:data:`ROPE_VARIANTS`): ``rope-pi`` (position interpolation, Chen et al. 2023: positions
-:math:`m \cdot L_{\text{train}}/L` when :math:`L > L_{\text{train}}`) and ``rope-ntk``
-("NTK-aware" base scaling, bloc97 2023: :math:`b' = b\, s^{d/(d-2)}`, :math:`s = L/L_{\text{train}}`,
-:math:`d` the head size).
+Six evaluation-time variants reuse a trained ``rope`` model unchanged
+(:data:`ROPE_VARIANTS`), with :math:`s = L/L_{\text{train}}` when :math:`L > L_{\text{train}}`:
+``rope-pi`` (position interpolation, Chen et al. 2023: positions :math:`m/s`), ``rope-ntk``
+("NTK-aware" base scaling, bloc97 2023: :math:`b' = b\, s^{d/(d-2)}`, :math:`d` the head size),
+``rope-yarn`` and ``rope-yarn-no-temp`` (YaRN, Peng et al. 2024, factor :math:`s`, with and without
+its temperature), ``rope-dynamic`` (``transformers``' dynamic NTK with factor 2) and ``rope-llama3``
+(Llama 3.1's by-parts rule, factor :math:`s`, frequency factors 1 and 4): see
+:func:`posviz.lab.positions.rope_scaling_config`.
 
 **Paired seeds.** ``GPT(cfg, seed=s)`` draws its weights from separate generators derived from
 ``s`` (:func:`derive_seed`): one for everything the methods share (token embedding, blocks, final
@@ -46,6 +49,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .positions import (
+    ROPE_SCALINGS,
     BeyondLearnedTable,
     PositionMethod,
     RotaryPosition,
@@ -69,7 +73,14 @@ __all__ = [
 
 METHODS: tuple[str, ...] = ("none", "sinusoidal", "learned", "shaw", "t5", "rope", "alibi")
 """Trained methods, in the order figures and tables list them."""
-ROPE_VARIANTS: dict[str, str] = {"rope-pi": "pi", "rope-ntk": "ntk"}
+ROPE_VARIANTS: dict[str, str] = {
+    "rope-pi": "pi",
+    "rope-ntk": "ntk",
+    "rope-yarn": "yarn",
+    "rope-yarn-no-temp": "yarn-no-temp",
+    "rope-dynamic": "dynamic",
+    "rope-llama3": "llama3",
+}
 """Evaluation-only variants of a trained ``rope`` model: name -> RoPE scaling."""
 ALL_METHODS: tuple[str, ...] = METHODS + tuple(ROPE_VARIANTS)
 METHOD_KIND: dict[str, str] = {
@@ -81,6 +92,10 @@ METHOD_KIND: dict[str, str] = {
     "rope": "rotates q and k",
     "rope-pi": "rotates q and k",
     "rope-ntk": "rotates q and k",
+    "rope-yarn": "rotates q and k",
+    "rope-yarn-no-temp": "rotates q and k",
+    "rope-dynamic": "rotates q and k",
+    "rope-llama3": "rotates q and k",
     "alibi": "biases the scores",
 }
 
@@ -238,11 +253,11 @@ class GPT(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     def set_rope_scaling(self, scaling: str) -> None:
-        """Switch a ``rope`` model to ``"none"``, ``"pi"`` or ``"ntk"`` scaling (evaluation only)."""
+        """Switch a ``rope`` model to one of :data:`posviz.lab.positions.ROPE_SCALINGS` (evaluation only)."""
         if not isinstance(self.position, RotaryPosition):
             raise ValueError(f"RoPE scaling needs a rope model, this one is {self.config.method!r}")
-        if scaling not in ("none", "pi", "ntk"):
-            raise ValueError(f"scaling must be 'none', 'pi' or 'ntk', got {scaling!r}")
+        if scaling not in ROPE_SCALINGS:
+            raise ValueError(f"scaling must be one of {ROPE_SCALINGS}, got {scaling!r}")
         if scaling == "ntk":
             check_ntk_head_size(self.config.head_dim)
         self.position.scaling = scaling

@@ -22,6 +22,8 @@ from posviz import (
     alibi_slopes,
     apply_rope,
     attention,
+    rope_attention_factor,
+    rope_frequencies,
     sinusoidal_encoding,
 )
 
@@ -29,6 +31,9 @@ if TYPE_CHECKING:
     from .model import GPTConfig
 
 __all__ = [
+    "DYNAMIC_FACTOR",
+    "LLAMA3_FREQ_FACTORS",
+    "ROPE_SCALINGS",
     "ALiBiPosition",
     "BeyondLearnedTable",
     "LearnedPosition",
@@ -40,6 +45,7 @@ __all__ = [
     "T5Position",
     "check_ntk_head_size",
     "make_position",
+    "rope_scaling_config",
 ]
 
 
@@ -131,13 +137,72 @@ def check_ntk_head_size(head_dim: int) -> None:
         )
 
 
+ROPE_SCALINGS: tuple[str, ...] = ("none", "pi", "ntk", "yarn", "yarn-no-temp", "dynamic", "llama3")
+"""The evaluation-time rules :class:`RotaryPosition` knows (``"none"``: the trained ladder)."""
+DYNAMIC_FACTOR = 2.0
+r"""The ``factor`` of the lab's dynamic-NTK row. Factor 1 is the lab's ``rope-ntk`` row already
+(:func:`posviz.rope_scaling.ntk_aware_base`), so the ``rope-dynamic`` row takes factor 2, a setting
+found in released configs (``{"type": "dynamic", "factor": 2.0}``: the InternLM2-based InternVL2
+models, m42-health/med42-70b)."""
+LLAMA3_FREQ_FACTORS = (1.0, 4.0)
+"""``(low_freq_factor, high_freq_factor)`` of the lab's llama3 row: Llama 3.1's released values."""
+
+
+def rope_scaling_config(scaling: str, length: int, train_len: int) -> dict | None:
+    r"""The ``transformers``-style ``rope_parameters`` mapping of the lab's rule ``scaling`` for
+    windows of ``length`` tokens of a model trained at ``train_len``; None for the trained ladder.
+
+    With :math:`s = \text{length}/L_{\text{train}}` (None when :math:`s \le 1`: every row is the
+    trained model at the training length):
+
+    * ``"pi"``: ``linear`` with factor :math:`s` (the lab computes it as positions :math:`m/s`);
+    * ``"ntk"``: ``dynamic`` with factor 1 and ``max_position_embeddings`` :math:`= L_{\text{train}}`,
+      i.e. the NTK-aware base :math:`b\,s^{d/(d-2)}` (the lab computes that base directly);
+    * ``"yarn"``: ``yarn`` with factor :math:`s`, original context :math:`L_{\text{train}}`, the
+      default :math:`\beta_{\text{fast}} = 32`, :math:`\beta_{\text{slow}} = 1` and its temperature
+      (cos and sin times :math:`0.1 \ln s + 1`); ``"yarn-no-temp"``: the same with
+      ``attention_factor`` 1;
+    * ``"dynamic"``: ``dynamic`` with factor :data:`DYNAMIC_FACTOR` (2) and
+      ``max_position_embeddings`` :math:`= L_{\text{train}}`: base :math:`b\,s_{\text{eff}}^{d/(d-2)}`,
+      :math:`s_{\text{eff}} = 2s - 1`;
+    * ``"llama3"``: ``llama3`` with factor :math:`s`, original context :math:`L_{\text{train}}`,
+      low and high frequency factors 1 and 4 (:data:`LLAMA3_FREQ_FACTORS`).
+
+    Like ``rope-pi``, YaRN and llama3 are configured per evaluated length (factor :math:`s`), as a
+    deployment configured for exactly that context would be.
+    """
+    if scaling not in ROPE_SCALINGS:
+        raise ValueError(f"RoPE scaling must be one of {ROPE_SCALINGS}, got {scaling!r}")
+    s = length / train_len
+    if scaling == "none" or s <= 1:
+        return None
+    if scaling == "pi":
+        return {"rope_type": "linear", "factor": s}
+    if scaling in ("ntk", "dynamic"):
+        factor = 1.0 if scaling == "ntk" else DYNAMIC_FACTOR
+        return {"rope_type": "dynamic", "factor": factor, "max_position_embeddings": train_len}
+    if scaling == "llama3":
+        low, high = LLAMA3_FREQ_FACTORS
+        return {
+            "rope_type": "llama3", "factor": s, "original_max_position_embeddings": train_len,
+            "low_freq_factor": low, "high_freq_factor": high,
+        }
+    config = {"rope_type": "yarn", "factor": s, "original_max_position_embeddings": train_len}
+    if scaling == "yarn-no-temp":
+        config["attention_factor"] = 1.0
+    return config
+
+
 class RotaryPosition(PositionMethod):
     r"""RoPE on q and k (:func:`posviz.apply_rope`, interleaved pairs), with optional scaling.
 
     ``scaling`` (set at evaluation time, default ``"none"``), for :math:`s = T / L_{\text{train}} > 1`:
 
     * ``"pi"``: positions :math:`m / s` (position interpolation);
-    * ``"ntk"``: base :math:`b\,s^{d/(d-2)}` (NTK-aware scaling), :math:`d` the head size.
+    * ``"ntk"``: base :math:`b\,s^{d/(d-2)}` (NTK-aware scaling), :math:`d` the head size;
+    * ``"yarn"``, ``"yarn-no-temp"``, ``"dynamic"``, ``"llama3"``: the frequencies
+      :func:`posviz.rope_frequencies` gives for :func:`rope_scaling_config`'s mapping, and cos and
+      sin times :func:`posviz.rope_attention_factor` (YaRN's temperature; 1 for the others).
     """
 
     def __init__(self, cfg: GPTConfig) -> None:
@@ -159,7 +224,15 @@ class RotaryPosition(PositionMethod):
             check_ntk_head_size(self.head_dim)
             base = self.base * s ** (self.head_dim / (self.head_dim - 2))  # b s^(d/(d-2))
             return apply_rope(q, base=base), apply_rope(k, base=base)
-        raise ValueError(f"RoPE scaling must be 'none', 'pi' or 'ntk', got {self.scaling!r}")
+        config = rope_scaling_config(self.scaling, length, self.train_len)  # ValueError for an unknown rule
+        theta = rope_frequencies(
+            self.head_dim, self.base, scaling=config, seq_len=length, device="cpu", dtype=torch.float64
+        )
+        factor = rope_attention_factor(config, seq_len=length)  # cos, sin times this: scores times its square
+        return (
+            apply_rope(q, frequencies=theta, attention_factor=factor),  # (B, nh, T, hs)
+            apply_rope(k, frequencies=theta, attention_factor=factor),
+        )
 
     def extra_repr(self) -> str:
         return f"base={self.base}, scaling={self.scaling!r}"

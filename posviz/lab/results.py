@@ -188,6 +188,10 @@ def validate_results(results: dict) -> None:
         _check(len(m["memory"]["inference_peak_bytes"]) == n, f"{where}.memory.inference_peak_bytes needs {n}")
         for point in m.get("lr_search", []):
             _check(len(point["perplexity"]) == n, f"{where}.lr_search[].perplexity needs {n}")
+    for i, rerun in enumerate(results.get("reruns", [])):
+        _check(isinstance(rerun, dict) and isinstance(rerun.get("rows"), list), f"reruns[{i}] needs a list 'rows'")
+        for name in rerun["rows"] + rerun.get("verified_identical", []):
+            _check(name in results["methods"], f"reruns[{i}] names {name!r}, which is not a method")
     paired = results.get("paired")
     if paired is not None:
         _check(paired["baseline"] in results["methods"], "paired.baseline is not a method")
