@@ -207,3 +207,16 @@ def test_rotate_keeps_dtype_and_the_layout_matters():
     wrong = posviz.apply_rope(q, torch.arange(4) + 100, card.base(), layout="interleaved")
     assert not torch.allclose(rq, wrong)
     assert torch.allclose(rq, posviz.apply_rope(q, torch.arange(4) + 100, card.base(), layout="half"))
+
+
+def test_summary_states_the_five_facts():
+    gemma = position_card(HUB["gemma-3-4b"]).summary()
+    assert gemma["base"] == "full 1e+06, sliding 10000" and gemma["scaling"] == "full: linear, factor 8; sliding: none"
+    scout = position_card(HUB["llama-4-scout"]).summary()
+    assert scout["nope"].startswith("12 of 48: 3, 7, 11") and scout["pairing"].startswith("interleaved")
+    assert scout["scaling"] == "llama3, factor 16, original 8192"
+    v3 = position_card(HUB["deepseek-v3"]).summary()
+    assert v3["rotated"] == "64 of 192 (last 64, after 128 unrotated)" and "[evens | odds]" in v3["pairing"]
+    assert position_card(HUB["pythia-70m"]).summary()["rotated"] == "16 of 64"
+    assert position_card(HUB["bloom-560m"]).summary() == {
+        "family": "BLOOM", "method": "ALiBi", "pairing": "-", "base": "-", "rotated": "-", "scaling": "-", "nope": "-"}

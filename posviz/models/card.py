@@ -225,6 +225,42 @@ class PositionCard:
             raise ValueError(f"{what} is for RoPE families; {self.family} ({self.model_type}) uses {self.method}")
         return self.rope
 
+    def summary(self) -> dict[str, str]:
+        """What a reader asks of a family, as short English text: method, pairing, base(s), rotated
+        share, scaling, position-free layers (``"-"`` where the method has no such thing)."""
+        out = {"family": self.family, "method": {"rope": "RoPE", "alibi": "ALiBi", "t5-bucket": "T5 buckets",
+               "learned": "learned table", "sinusoidal": "sinusoidal"}[self.method]}
+        rope = self.rope
+        if rope is None:
+            out.update(pairing="-", base="-", rotated="-", scaling="-", nope="-")
+            return out
+        pairing = {"half": "half (x_i, x_{i+d/2})", "interleaved": "interleaved (x_2i, x_2i+1)"}[rope.layout]
+        out["pairing"] = pairing + (", written back [evens | odds]" if rope.deinterleave_output else "")
+        kinds = sorted(set(self.layer_types))
+        bases = {kind: f"{rope.base[kind]:g}" for kind in kinds}
+        out["base"] = bases[kinds[0]] if len(set(bases.values())) == 1 else ", ".join(
+            f"{kind.replace('_attention', '')} {value}" for kind, value in bases.items())
+        where = f" (last {rope.rotary_dim}, after {rope.rotary_offset} unrotated)" if rope.rotary_offset else ""
+        out["rotated"] = f"{rope.rotary_dim} of {rope.head_dim}{where}"
+
+        def rule(kind: str) -> str:
+            value = rope.scaling[kind]
+            if value is None:
+                return "none"
+            parts = [str(value["rope_type"])]
+            if value.get("factor") is not None:
+                parts.append(f"factor {value['factor']:g}")
+            if value.get("original_max_position_embeddings") is not None:
+                parts.append(f"original {value['original_max_position_embeddings']}")
+            return ", ".join(parts)
+
+        rules = {kind: rule(kind) for kind in kinds}
+        out["scaling"] = rules[kinds[0]] if len(set(rules.values())) == 1 else "; ".join(
+            f"{kind.replace('_attention', '')}: {value}" for kind, value in rules.items())
+        nope = rope.nope_layers
+        out["nope"] = "none" if not nope else f"{len(nope)} of {self.num_layers}: " + ", ".join(map(str, nope))
+        return out
+
     # --- applying the scheme ---------------------------------------------------------------
     def rotate(
         self, q: torch.Tensor, k: torch.Tensor, position_ids: torch.Tensor, *, layer: int = 0

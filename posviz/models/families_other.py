@@ -109,7 +109,7 @@ def _falcon(r: Reader, model_type: str) -> PositionCard:
     uses, src = r.get("alibi", default=False, default_source="default False (FalconConfig)")
     if not uses:
         return rope_card(r, model_type)
-    c = common(r, max_position_default=2048, family="Falcon")
+    c = common(r, max_position_default=2048, family="FalconConfig")
     sources = dict(c["sources"])
     sources["alibi"] = src
     sources["alibi.slopes"] = "build_alibi_tensor: Press et al.'s rule, slopes rounded to bfloat16"

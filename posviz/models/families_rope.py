@@ -54,14 +54,16 @@ def common(r: Reader, *, max_position_default: int | None, family: str) -> dict[
         layers, sources["num_layers"] = r.get("n_layer", "n_layers", "num_layers", "num_hidden_layers")
         heads, sources["num_heads"] = r.get("n_head", "n_heads", "num_heads", "num_attention_heads")
     except KeyError as err:
-        raise ValueError(f"config of a {family} model must give {err.args[0]} (its number of layers / heads)") from None
+        raise ValueError(
+            f"config must give {err.args[0]} (the number of layers and of heads; read as {family})"
+        ) from None
     hidden, sources["hidden_size"] = r.get("n_embd", "d_model", "hidden_size", default=None)
     if max_position_default is None:
         max_pos, src = r.get("n_positions", "max_position_embeddings", default=None)
     else:
         max_pos, src = r.get(
             "n_positions", "max_position_embeddings",
-            default=max_position_default, default_source=f"default {max_position_default} ({family} config class)",
+            default=max_position_default, default_source=f"default {max_position_default} ({family})",
         )
     if max_pos is not None:
         sources["max_position_embeddings"] = src
@@ -93,7 +95,7 @@ def _nope(r: Reader, layers: int, interval_default: int, family: str, sources: d
         return tuple(i for i, f in enumerate(flags) if not f)
     interval, src = r.get(
         "no_rope_layer_interval", default=interval_default,
-        default_source=f"default {interval_default} ({family} config class)",
+        default_source=f"default {interval_default} ({family})",
     )
     sources["rope.nope_layers"] = f"every {interval}th layer from {src} (no_rope_layers not given)"
     return tuple(i for i in range(layers) if (i + 1) % int(interval) == 0)
@@ -110,14 +112,15 @@ def _yarn_softmax_factor(scaling: dict[str, Any] | None) -> float:
 
 def rope_card(r: Reader, model_type: str) -> PositionCard:
     family, layout, theta, theta_ref, max_default = _PLAIN[model_type]
-    c = common(r, max_position_default=max_default, family=family)
+    config_class = theta_ref.split(";")[0].split(" ")[0]  # e.g. "LlamaConfig"
+    c = common(r, max_position_default=max_default, family=config_class)
     sources = dict(c["sources"])
     layers = c["layers"]
     notes: list[str] = []
 
     nope: tuple[int, ...] = ()
     if model_type in ("llama4_text", "smollm3"):
-        nope = _nope(r, layers, 4, family, sources)
+        nope = _nope(r, layers, 4, config_class, sources)
     default_kind: Callable[[int], str] | None = None
     if model_type in ("gemma2", "gpt_oss"):  # their config classes alternate, sliding first
         default_kind = lambda i: "sliding_attention" if (i + 1) % 2 else "full_attention"  # noqa: E731
@@ -228,7 +231,7 @@ def rope_card(r: Reader, model_type: str) -> PositionCard:
 
 def gemma3_card(r: Reader, model_type: str) -> PositionCard:
     """Gemma 3: local (sliding) and global layers with their own bases; scaling on the global ones."""
-    c = common(r, max_position_default=131072, family="Gemma 3")
+    c = common(r, max_position_default=131072, family="Gemma3TextConfig")
     sources = dict(c["sources"])
     pattern, _ = r.get("sliding_window_pattern", default=6)
     kinds, sources["layer_types"] = _layer_types(
@@ -262,7 +265,7 @@ def gemma3_card(r: Reader, model_type: str) -> PositionCard:
 
 def gptj_card(r: Reader, model_type: str) -> PositionCard:
     """GPT-J: interleaved pairs on the first ``rotary_dim`` coordinates, base fixed at 10000."""
-    c = common(r, max_position_default=2048, family="GPT-J")
+    c = common(r, max_position_default=2048, family="GPTJConfig n_positions")
     sources = dict(c["sources"])
     head_dim = int(c["hidden"]) // c["heads"]
     sources["rope.head_dim"] = f"{c['sources']['hidden_size']} // {c['sources']['num_heads']}"
