@@ -32,7 +32,9 @@ def test_apply_rope_matches_formula(layout, base, device):
 
 
 def test_interleaved_matches_rotary_embedding_torch():
-    from rotary_embedding_torch import RotaryEmbedding
+    RotaryEmbedding = pytest.importorskip(
+        "rotary_embedding_torch", reason="the reference test needs the test extra (rotary-embedding-torch)"
+    ).RotaryEmbedding
 
     q = torch.randn(2, 4, 64, 32)
     ref = RotaryEmbedding(dim=32).rotate_queries_or_keys(q)  # interleaved pairs, theta 10000
@@ -41,6 +43,7 @@ def test_interleaved_matches_rotary_embedding_torch():
 
 @pytest.mark.parametrize("base", [10000.0, 500000.0])
 def test_half_matches_transformers_llama(base):
+    pytest.importorskip("transformers", reason="the reference test needs the test extra (transformers)")
     from transformers import LlamaConfig
     from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
 
