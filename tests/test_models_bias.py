@@ -172,15 +172,17 @@ def test_opt_positions_come_from_the_mask_plus_two(seed):
     assert not torch.equal(table.weight[forgotten], want)
 
 
+@pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("family", ("gpt2", "bert"))
-def test_gpt2_and_bert_positions_ignore_padding(family):
-    rng = random.Random(family)
+def test_gpt2_and_bert_positions_ignore_padding(family, seed):
+    rng = random.Random(f"{family}-{seed}")
+    heads, rows = rng.choice((1, 2, 4)), rng.choice((8, 16, 32))
     if family == "gpt2":
-        config = transformers.GPT2Config(n_embd=8, n_head=2, n_layer=1, n_positions=16, vocab_size=10)
+        config = transformers.GPT2Config(n_embd=4 * heads, n_head=heads, n_layer=1, n_positions=rows, vocab_size=10)
         model, table = transformers.GPT2Model(config).eval(), "wpe"
     else:
-        config = transformers.BertConfig(hidden_size=8, num_attention_heads=2, num_hidden_layers=1,
-                                         intermediate_size=8, max_position_embeddings=16, vocab_size=10)
+        config = transformers.BertConfig(hidden_size=4 * heads, num_attention_heads=heads, num_hidden_layers=1,
+                                         intermediate_size=8, max_position_embeddings=rows, vocab_size=10)
         model, table = transformers.BertModel(config).eval(), "embeddings.position_embeddings"
     card = position_card(config)
     assert card.method == "learned" and card.learned.offset == 0 and card == position_card(config.to_dict())
