@@ -18,11 +18,15 @@ import torch
 
 import posviz
 
-transformers = pytest.importorskip("transformers", reason="the reference tests need the test extra (transformers)")
-from transformers import LlamaConfig  # noqa: E402
-from transformers import modeling_rope_utils as hf_rope  # noqa: E402
 
-transformers.logging.set_verbosity_error()  # configs with unusual factors warn; the values are what we compare
+@pytest.fixture
+def hf():
+    """Skip (with a reason) when the test extra is absent; the properties below run without it."""
+    transformers = pytest.importorskip("transformers", reason="the reference tests need the test extra (transformers)")
+    transformers.logging.set_verbosity_error()  # configs with unusual factors warn; the values are what we compare
+
+
+reference = pytest.mark.usefixtures("hf")
 
 TYPES = ["linear", "dynamic", "yarn", "llama3", "longrope"]
 N_CONFIGS = 120  # per type
@@ -66,7 +70,9 @@ def random_config(kind: str, rng: random.Random) -> tuple[int, float, dict, int,
     return dim, base, rp, max_pos, seq_len
 
 
-def hf_config(dim: int, rp: dict, max_pos: int) -> LlamaConfig:
+def hf_config(dim: int, rp: dict, max_pos: int):
+    from transformers import LlamaConfig
+
     return LlamaConfig(
         hidden_size=2 * dim, num_attention_heads=2, head_dim=dim, max_position_embeddings=max_pos,
         rope_parameters=dict(rp),
@@ -81,6 +87,8 @@ class _Float64Torch(types.ModuleType):
 
 
 def hf_inv_freq(kind: str, dim: int, rp: dict, max_pos: int, seq_len, *, float64: bool):
+    from transformers import modeling_rope_utils as hf_rope
+
     config = hf_config(dim, rp, max_pos)
     if not float64:
         return hf_rope.ROPE_INIT_FUNCTIONS[kind](config, "cpu", seq_len=seq_len)
@@ -159,6 +167,7 @@ def branches(kind, dim, base, rp, max_pos, seq_len, theta, plain) -> set[str]:
     return out
 
 
+@reference
 @pytest.mark.parametrize("kind", TYPES)
 def test_matches_transformers_on_random_configs(kind, capsys):
     worst = agreement(kind)
@@ -175,7 +184,10 @@ def test_matches_transformers_on_random_configs(kind, capsys):
     assert worst["factor"] == 0.0, worst  # the attention factor: the same Python float expression
 
 
+@reference
 def test_plain_ladder_matches_transformers_default():
+    from transformers import LlamaConfig
+
     rng = random.Random(5)
     for _ in range(40):
         dim, base = 2 * rng.randint(1, 64), 10.0 ** rng.uniform(1, 7)
@@ -192,6 +204,7 @@ def test_plain_ladder_matches_transformers_default():
 # --- What transformers' dynamic_rope_update does at run time ------------------------------------
 
 
+@reference
 def test_dynamic_ntk_follows_the_rotary_module_as_the_sequence_grows_and_resets():
     from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
@@ -213,6 +226,7 @@ def test_dynamic_ntk_follows_the_rotary_module_as_the_sequence_grows_and_resets(
     assert not torch.allclose(expected, posviz.rope_frequencies(dim, base, scaling=scaling, seq_len=300))
 
 
+@reference
 def test_longrope_switches_like_phi3():
     from transformers import Phi3Config
     from transformers.models.phi3.modeling_phi3 import Phi3RotaryEmbedding
@@ -243,6 +257,7 @@ def test_longrope_switches_like_phi3():
     torch.testing.assert_close(long * torch.tensor(rp["long_factor"]), short * torch.tensor(rp["short_factor"]))
 
 
+@reference
 def test_deepseek_v3_yarn_attention_factor_and_softmax_scale():
     from transformers import DeepseekV3Config
     from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3RotaryEmbedding, yarn_apply_mscale
@@ -270,6 +285,7 @@ def test_deepseek_v3_yarn_attention_factor_and_softmax_scale():
 # --- Partial rotary against GPT-NeoX, Phi and GPT-J -----------------------------------------------
 
 
+@reference
 def test_partial_rotary_matches_gpt_neox():
     from transformers import GPTNeoXConfig
     from transformers.models.gpt_neox.modeling_gpt_neox import GPTNeoXRotaryEmbedding, apply_rotary_pos_emb
@@ -291,6 +307,7 @@ def test_partial_rotary_matches_gpt_neox():
             assert torch.equal(got[..., rotary_dim:], x[..., rotary_dim:])  # the tail passes through, bit for bit
 
 
+@reference
 def test_partial_rotary_matches_phi():
     from transformers import PhiConfig
     from transformers.models.phi.modeling_phi import PhiRotaryEmbedding, apply_rotary_pos_emb
@@ -309,6 +326,7 @@ def test_partial_rotary_matches_phi():
     torch.testing.assert_close(posviz.apply_rope(k, None, base, layout="half", rotary_dim=rotary_dim), k_ref)
 
 
+@reference
 def test_partial_rotary_matches_gpt_j():
     from transformers.models.gptj.modeling_gptj import apply_rotary_pos_emb, create_sinusoidal_positions
 
@@ -323,6 +341,7 @@ def test_partial_rotary_matches_gpt_j():
         torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
 
 
+@reference
 def test_scaled_llama_rotation_with_attention_factor():
     """cos/sin of a YaRN Llama (attention_scaling included) through apply_rope(frequencies=, attention_factor=)."""
     from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
@@ -425,6 +444,7 @@ def test_yarn_ramp_keeps_fast_pairs_and_interpolates_slow_ones():
     assert untruncated[0] > low and untruncated[1] < high
 
 
+@reference
 def test_llama3_bands_and_continuity_at_their_edges():
     d, base, length, low, high, s = 128, 500000.0, 8192, 1.0, 4.0, 8.0
     theta = posviz.rope_frequencies(d, base, dtype=torch.float64)
@@ -543,6 +563,7 @@ def test_builders_follow_torchs_default_device_and_dtype(name, restore_defaults)
     assert torch.equal(BUILDERS[name](device="cpu", dtype=torch.bfloat16), exact.to(torch.bfloat16))  # rounded once
 
 
+@reference
 def test_pasted_configs_of_other_families():
     """A Qwen2-VL config's rope_parameters (M-RoPE: legacy type 'mrope', read as the default ladder)."""
     from transformers import Qwen2VLTextConfig
