@@ -23,9 +23,9 @@ the same operation up to a fixed permutation of the dimensions
 of :math:`W_q` and :math:`W_k` accordingly.
 
 **Partial rotary.** ``rotary_dim`` rotates only the first ``rotary_dim`` coordinates and passes
-the rest through (GPT-NeoX/Pythia: a quarter of the head, Phi: a half, GPT-J: 64 of 256), with
-the pairs of the chosen layout formed *inside* that slice and :math:`d` = ``rotary_dim`` in
-:math:`\theta_i = \text{base}^{-2i/d}`.
+the rest through (GPT-NeoX/Pythia: a quarter of the head; Phi: ``partial_rotary_factor``, a half
+by default; GPT-J: 64 of 256), with the pairs of the chosen layout formed *inside* that slice
+and :math:`d` = ``rotary_dim`` in :math:`\theta_i = \text{base}^{-2i/d}`.
 
 The chapter's look inside (angles, complex view, relative score, decay factor) is
 :mod:`posviz.rope_views`, importable from here too. Published papers are cited by their
