@@ -333,6 +333,7 @@ def test_compact_storage_gives_back_the_numbers_or_what_the_figure_shows_of_them
         z, y = state["z"], state["y"]
         assert z[0] == exact[k].tolist() and y[3] == ints[k].tolist()  # exactly
         assert [f"{v:.2f}" for v in np.ravel(z[1])] == [f"{v:.2f}" for v in shown[k].ravel()]
+        assert all(v == round(v, 2) for v in np.ravel(z[1]))  # no digit the hover never shows
         assert [float(f"{v:.3g}") for v in y[2]] == [float(f"{v:.3g}") for v in small[k]]
         assert [f"{100 * v:.1f}" for v in y[2]] == [f"{100 * v:.1f}" for v in small[k]]
     data = expanded["data"]
