@@ -79,18 +79,18 @@ def sinusoidal_shift_matrix(
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
-    r"""The fixed linear map :math:`M_k` with :math:`PE(p + k) = M_k\,PE(p)` for every ``p``.
+    r"""The fixed linear map :math:`M_\delta` with :math:`PE(p + \delta) = M_\delta\,PE(p)` for every ``p``.
 
-    From the angle-sum identities, each (sin, cos) pair is rotated by :math:`-k\theta_i`:
+    From the angle-sum identities, each (sin, cos) pair is rotated by :math:`-\delta\theta_i`:
 
     .. math::
 
         \begin{pmatrix} \sin((p+k)\theta_i) \\ \cos((p+k)\theta_i) \end{pmatrix}
-        = \begin{pmatrix} \cos k\theta_i & \sin k\theta_i \\
-                          -\sin k\theta_i & \cos k\theta_i \end{pmatrix}
+        = \begin{pmatrix} \cos \delta\theta_i & \sin \delta\theta_i \\
+                          -\sin \delta\theta_i & \cos \delta\theta_i \end{pmatrix}
           \begin{pmatrix} \sin p\theta_i \\ \cos p\theta_i \end{pmatrix},
 
-    so :math:`M_k = R_{\Theta,-k}`, the block-diagonal RoPE matrix at position :math:`-k`
+    so :math:`M_\delta = R_{\Theta,-\delta}`, the block-diagonal RoPE matrix at position :math:`-\delta`
     (:func:`posviz.rope_rotation_matrix`). It does not depend on ``p``: this is the
     "attend by relative position" argument of Vaswani et al. (2017).
     """
@@ -111,14 +111,14 @@ def sinusoidal_offset_similarity(
     dim: int,
     base: float = 10000.0,
 ) -> torch.Tensor:
-    r"""Dot product :math:`PE(p)\cdot PE(p+k)` as a function of the offset ``k`` alone.
+    r"""Dot product :math:`PE(p)\cdot PE(p+\delta)` as a function of the offset :math:`\delta` (``offsets``) alone.
 
     .. math::
 
-        PE(p)\cdot PE(p+k) = \sum_{i=0}^{d/2-1} \big(\sin p\theta_i \sin (p+k)\theta_i
-        + \cos p\theta_i \cos (p+k)\theta_i\big) = \sum_{i=0}^{d/2-1} \cos(k\,\theta_i)
+        PE(p)\cdot PE(p+\delta) = \sum_{i=0}^{d/2-1} \big(\sin p\theta_i \sin (p+\delta)\theta_i
+        + \cos p\theta_i \cos (p+\delta)\theta_i\big) = \sum_{i=0}^{d/2-1} \cos(\delta\,\theta_i)
 
-    It equals ``d/2`` at ``k = 0``, is symmetric in ``k`` and does not depend on ``p``.
+    It equals ``d/2`` at :math:`\delta = 0`, is symmetric in :math:`\delta` and does not depend on ``p``.
     Keeps the device and dtype of ``offsets`` (integer offsets give torch's default dtype).
     """
     if not isinstance(offsets, torch.Tensor):
@@ -172,19 +172,19 @@ def sinusoidal_phase_coverage(
 def binary_counter_waves(positions: torch.Tensor, bits: int, *, smooth: bool = False) -> torch.Tensor:
     r"""The bits of a binary counter as square waves, or their smooth sinusoidal version, ``[..., bits]``.
 
-    Bit :math:`k` of position :math:`p` is :math:`b_k(p) = \lfloor p / 2^k \rfloor \bmod 2`: it flips
+    Bit :math:`\ell` of position :math:`p` is :math:`b_\ell(p) = \lfloor p / 2^\ell \rfloor \bmod 2`: it flips
     every :math:`2^k` positions and repeats every :math:`2^{k+1}`. Written as a sign it is a square
     wave, and that square wave is the sign of a sine of the same period:
 
     .. math::
 
-        s_k(p) = 1 - 2\,b_k(p) = \operatorname{sgn} \sin\!\left(\frac{\pi\,(p + \tfrac12)}{2^k}\right)
+        s_\ell(p) = 1 - 2\,b_\ell(p) = \operatorname{sgn} \sin\!\left(\frac{\pi\,(p + \tfrac12)}{2^\ell}\right)
         \quad (p \in \mathbb{Z}), \qquad
-        \tilde s_k(p) = \sin\!\left(\frac{\pi\,(p + \tfrac12)}{2^k}\right) .
+        \tilde s_\ell(p) = \sin\!\left(\frac{\pi\,(p + \tfrac12)}{2^\ell}\right) .
 
-    ``smooth=False`` returns :math:`s_k(p)` (bit 0 gives +1, bit 1 gives -1, so that each column
+    ``smooth=False`` returns :math:`s_\ell(p)` (bit 0 gives +1, bit 1 gives -1, so that each column
     starts, like a sine, with its positive half) and needs integer positions; ``smooth=True``
-    returns :math:`\tilde s_k(p)` for any real positions. This is the "binary counter" reading
+    returns :math:`\tilde s_\ell(p)` for any real positions. This is the "binary counter" reading
     of the sinusoidal encoding (Kazemnejad, 2019): fast columns resolve neighbours, slow columns
     the coarse position; the sinusoids of Vaswani et al. (2017) use the ratio
     :math:`\text{base}^{2/d}` between periods instead of 2.

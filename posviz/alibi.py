@@ -3,13 +3,13 @@ r"""Attention with Linear Biases (ALiBi; Press, Smith and Lewis, *Train Short, T
 No position is added to the embeddings. Each head :math:`h` adds a fixed penalty to its
 attention scores, proportional to the query-key distance (the book's equation *alibi-score*):
 
-.. math:: s_{h,ij} = \frac{q_i^\top k_j}{\sqrt{d}} - m_h\,(i - j), \qquad j \le i,
+.. math:: s_{h,ij} = \frac{q_i^\top k_j}{\sqrt{d}} - \mu_h\,(i - j), \qquad j \le i,
 
 with :math:`d` the head dimension: the bias is added to scores already scaled by
 :math:`1/\sqrt{d}` and is not scaled itself (the paper's formula leaves the factor out; the
 authors' code applies it to :math:`q_i^\top k_j` only),
 
-with slopes :math:`m_h` fixed before training (a geometric sequence). With equal
+with slopes :math:`\mu_h` fixed (the paper's :math:`m`) before training (a geometric sequence). With equal
 :math:`q_i^\top k_j` the bias alone spreads a causal row's attention geometrically over the
 distance :math:`\delta = i - j` (``alibi_distance_weights``, ``alibi_window_mass``,
 ``alibi_effective_window``). Book chapter: *ALiBi*.
@@ -56,7 +56,7 @@ def alibi_slopes(
     For :math:`H` (``num_heads``) a power of two, a geometric sequence that starts at and has
     ratio :math:`2^{-8/H}`:
 
-    .. math:: m_h = \left(2^{-8/H}\right)^{h} = 2^{-8h/H}, \qquad h = 1, \dots, H
+    .. math:: \mu_h = \left(2^{-8/H}\right)^{h} = 2^{-8h/H}, \qquad h = 1, \dots, H
 
     (8 heads: 1/2, 1/4, ..., 1/256). Otherwise the authors' rule: take the :math:`2^{\lfloor
     \log_2 n\rfloor}` slopes of the nearest lower power of two, then append every other slope of
@@ -80,11 +80,11 @@ def alibi_bias(
 ) -> torch.Tensor:
     r"""ALiBi's score bias, shape ``[num_heads, query_len, key_len]``.
 
-    .. math:: B_{h,ij} = -m_h\,\lvert i - j\rvert, \qquad
-              s_{h,ij} = \frac{q_i^\top k_j}{\sqrt{d}} - m_h\,(i - j) \quad (j \le i)
+    .. math:: B_{h,ij} = -\mu_h\,\lvert i - j\rvert, \qquad
+              s_{h,ij} = \frac{q_i^\top k_j}{\sqrt{d}} - \mu_h\,(i - j) \quad (j \le i)
 
     Query ``i`` and key ``j`` both count from 0. For causal attention (``j <= i``) this is the
-    paper's :math:`-m_h (i - j)`; keys after the query are masked anyway. Add it to the scaled
+    paper's :math:`-m (i - j)`, slope :math:`m = \mu_h`; keys after the query are masked anyway. Add it to the scaled
     scores before the softmax (``posviz.attention(q, k, v, bias=..., causal=True)`` does, with its
     default scale :math:`1/\sqrt{d}`); the bias itself is not rescaled.
 
@@ -92,11 +92,11 @@ def alibi_bias(
         num_heads: number of heads, >= 1.
         query_len: number of queries, >= 0.
         key_len: number of keys, >= 0 (default ``query_len``).
-        slopes: ``[num_heads]`` slopes :math:`m_h \ge 0` (finite), checked as by the window
+        slopes: ``[num_heads]`` slopes :math:`\mu_h \ge 0` (finite), checked as by the window
             helpers; default :func:`alibi_slopes` (``num_heads``). The bias keeps their autograd
             graph: slopes that require grad give a bias that does (learned slopes).
 
-    Each value is :math:`-m_h \delta` computed in float64 for every distance :math:`\delta` that
+    Each value is :math:`-\mu_h \delta` computed in float64 for every distance :math:`\delta` that
     occurs (``query_len + key_len - 1`` of them per head) and rounded once to ``dtype``
     (:func:`posviz._validate.round_once`); the ``[num_heads, query_len, key_len]`` result is
     that small table laid out by :math:`\delta = |i - j|` (a copy, no arithmetic).
@@ -164,21 +164,21 @@ def alibi_distance_weights(slopes: torch.Tensor | float, length: int) -> torch.T
 
     A query at position :math:`i = L - 1` sees the :math:`L` keys :math:`j = 0, \dots, L - 1`,
     at distances :math:`\delta = i - j = 0, \dots, L - 1`. When every :math:`q_i^\top k_j` is
-    equal, softmax of the bias :math:`-m\,\delta` is a truncated geometric distribution
+    equal, softmax of the bias :math:`-\mu\,\delta` is a truncated geometric distribution
     (Press, Smith and Lewis, 2022):
 
     .. math::
 
-        a(\delta) = \frac{e^{-m\delta}}{\sum_{\delta'=0}^{L-1} e^{-m\delta'}}
-                  = \frac{e^{-m\delta}\,(1 - e^{-m})}{1 - e^{-mL}},
+        a(\delta) = \frac{e^{-\mu\delta}}{\sum_{\delta'=0}^{L-1} e^{-\mu\delta'}}
+                  = \frac{e^{-\mu\delta}\,(1 - e^{-\mu})}{1 - e^{-\mu L}},
         \qquad \delta = 0, \dots, L - 1
 
-    (:math:`1/L` for :math:`m = 0`). Entry ``[..., d]`` is the weight on distance ``d``, i.e. on
+    (:math:`1/L` for :math:`\mu = 0`). Entry ``[..., d]`` is the weight on distance ``d``, i.e. on
     key :math:`j = L - 1 - d`: the last row of ``posviz.attention`` with zero ``q`` and ``k``,
     ``bias=alibi_bias(...)`` and ``causal=True``, read from right to left.
 
     Args:
-        slopes: ALiBi slopes :math:`m \ge 0`, any shape (a tensor, or one number).
+        slopes: ALiBi slopes :math:`\mu \ge 0`, any shape (a tensor, or one number).
         length: the row length :math:`L \ge 1` (number of keys the query sees).
     """
     m, out_dtype = check_slopes(slopes)
@@ -198,15 +198,15 @@ def alibi_window_mass(
 
     .. math::
 
-        M(w) = \sum_{\delta=0}^{w} a(\delta) = \frac{1 - e^{-m(w+1)}}{1 - e^{-mL}},
+        M(w) = \sum_{\delta=0}^{w} a(\delta) = \frac{1 - e^{-\mu(w+1)}}{1 - e^{-\mu L}},
         \qquad 0 \le w \le L - 1
 
-    (:math:`(w+1)/L` for :math:`m = 0`; 1 for :math:`w \ge L - 1`). With ``length=None`` the
-    row is taken infinitely long: :math:`M(w) = 1 - e^{-m(w+1)}` (Press, Smith and Lewis, 2022,
+    (:math:`(w+1)/L` for :math:`\mu = 0`; 1 for :math:`w \ge L - 1`). With ``length=None`` the
+    row is taken infinitely long: :math:`M(w) = 1 - e^{-\mu(w+1)}` (Press, Smith and Lewis, 2022,
     for the bias).
 
     Args:
-        slopes: slopes :math:`m \ge 0` (a tensor or one number).
+        slopes: slopes :math:`\mu \ge 0` (a tensor or one number).
         window: distance :math:`w \ge 0` (an integer or an integer-valued tensor); broadcasts with
             ``slopes``.
         length: the row length :math:`L \ge 1`, or ``None`` for an unbounded row.
@@ -249,7 +249,7 @@ def alibi_effective_window(slopes: torch.Tensor | float, mass: float = 0.9, leng
     Press, Smith and Lewis, 2022.)
 
     Args:
-        slopes: slopes :math:`m \ge 0` (a tensor or one number).
+        slopes: slopes :math:`\mu \ge 0` (a tensor or one number).
         mass: the share :math:`p \in (0, 1]`.
         length: the row length :math:`L \ge 1`, or ``None`` for an unbounded row.
 

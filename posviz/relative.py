@@ -96,20 +96,22 @@ def t5_relative_bucket(
     r"""T5's bucket index for each relative position; identical to T5 / Hugging Face.
 
     ``relative_position`` is **key minus query** (:math:`n - m`, T5's sign), an integer tensor.
-    With :math:`B` buckets per direction (``num_buckets``, halved when bidirectional) and
-    :math:`E = B/2` exact buckets, for a distance :math:`a \ge 0`:
+    With :math:`N` buckets per direction (``num_buckets``, halved when bidirectional) and
+    :math:`E = N/2` exact buckets, for a distance :math:`a \ge 0`:
 
     .. math::
 
         \text{bucket}(a) = \begin{cases}
             a & a < E \\
-            \min\!\Big(B - 1,\; E + \Big\lfloor \dfrac{\ln(a / E)}{\ln(D / E)}\,(B - E) \Big\rfloor\Big)
+            \min\!\Big(N - 1,\; E + \Big\lfloor \dfrac{\ln(a / E)}{\ln(D / E)}\,(N - E) \Big\rfloor\Big)
               & a \ge E
         \end{cases}
 
-    where :math:`D` is ``max_distance`` (every distance at or beyond it lands in the last
-    bucket). Bidirectional: :math:`a = |n - m|` and keys after the query (:math:`n > m`) use
-    buckets :math:`B .. 2B-1`. Causal: :math:`a = \max(m - n, 0)`, so every future key falls in
+    where :math:`D` is ``max_distance``: the buckets are log-spaced up to :math:`D`, and the
+    last one, :math:`N - 1`, begins before :math:`D` (at distance 91 bidirectional, 113 causal,
+    for T5's defaults :math:`N = 32` and :math:`D = 128`) and holds every larger distance.
+    Bidirectional: :math:`a = |n - m|` and keys after the query (:math:`n > m`) use
+    buckets :math:`N .. 2N-1`. Causal: :math:`a = \max(m - n, 0)`, so every future key falls in
     bucket 0 (masked anyway).
 
     Raises ``ValueError`` when ``max_distance <= E``: T5's formula then yields negative or
@@ -152,11 +154,12 @@ class ShawRelativePosition(nn.Module):
     .. math::
 
         e_{mn} = \frac{q_m^\top (k_n + a^K_{r})}{\sqrt{d}}, \qquad
-        o_m = \sum_n \alpha_{mn}\,(v_n + a^V_{r}), \qquad r = \operatorname{clip}(m - n, -k, k)
+        o_m = \sum_n \alpha_{mn}\,(v_n + a^V_{r}), \qquad r = \operatorname{clip}(m - n, -\kappa, \kappa)
 
     i.e. :math:`f_k(x_n, n) = W_k x_n + a^K_r` and :math:`f_v(x_n, n) = W_v x_n + a^V_r`. The
-    query carries no position: the offset already involves both ends. ``2k + 1`` learned vectors
-    per table; every offset past :math:`\pm k` shares the edge vector, which is why it runs on
+    query carries no position: the offset already involves both ends.
+    :math:`2\kappa + 1` (``max_distance`` :math:`= \kappa`) learned vectors
+    per table; every offset past :math:`\pm\kappa` shares the edge vector, which is why it runs on
     inputs of any length (and why it cannot tell where the first token is).
     """
 

@@ -71,14 +71,14 @@ def _chapter_equations() -> dict[str, str]:
 # (object whose docstring the API page shows, chapter equation label, the formula's core, which
 # must appear in both: the API page and the chapter may not tell two stories)
 KEY_EQUATIONS = [
-    ("posviz.alibi", "alibi-score", r"s_{h,ij}=\frac{q_i^\top k_j}{\sqrt{d}}-m_h(i-j)"),
-    ("alibi_bias", "alibi-score", r"\frac{q_i^\top k_j}{\sqrt{d}}-m_h(i-j)"),
-    ("alibi_slopes", "alibi-slopes", r"m_h=(2^{-8/H})^{h}=2^{-8h/H}"),
-    ("alibi_distance_weights", "alibi-weights", r"\frac{e^{-m\delta}(1-e^{-m})}{1-e^{-mL}}"),
-    ("alibi_window_mass", "alibi-mass", r"M(w)=\sum_{\delta=0}^{w}a(\delta)=\frac{1-e^{-m(w+1)}}{1-e^{-mL}}"),
+    ("posviz.alibi", "alibi-score", r"s_{h,ij}=\frac{q_i^\top k_j}{\sqrt{d}}-\mu_h(i-j)"),
+    ("alibi_bias", "alibi-score", r"\frac{q_i^\top k_j}{\sqrt{d}}-\mu_h(i-j)"),
+    ("alibi_slopes", "alibi-slopes", r"\mu_h=(2^{-8/H})^{h}=2^{-8h/H}"),
+    ("alibi_distance_weights", "alibi-weights", r"\frac{e^{-\mu\delta}(1-e^{-\mu})}{1-e^{-\muL}}"),
+    ("alibi_window_mass", "alibi-mass", r"M(w)=\sum_{\delta=0}^{w}a(\delta)=\frac{1-e^{-\mu(w+1)}}{1-e^{-\muL}}"),
     ("rope_frequencies", "rope-theta", r"\theta_i=\text{base}^{-2i/d}"),
     ("sinusoidal_encoding", "sinusoidal-pe", r"PE(p,2i)=\sin(p\theta_i),PE(p,2i+1)=\cos(p\theta_i)"),
-    ("sinusoidal_offset_similarity", "sinusoidal-similarity", r"=\sum_{i=0}^{d/2-1}\cos(k\theta_i)"),
+    ("sinusoidal_offset_similarity", "sinusoidal-similarity", r"=\sum_{i=0}^{d/2-1}\cos(\delta\theta_i)"),
     ("learned_table_parameters", "learned-params", r"\#P=L_{\max}\cdotd"),
     ("T5RelativeBias", "relative-t5-bias", r"B_{h,mn}=b_{h,\operatorname{bucket}(n-m)}"),
     ("attention_scores", "attention-score", r"q_m^\top k_n"),
