@@ -1,11 +1,13 @@
 """Sphinx extension: serve plotly.js and MathJax 3 from the built site, never from a CDN.
 
-What a first visit downloads is kept small: plotly.js is npm's partial *cartesian* bundle (every
-trace type the book draws: scatter, bar, heatmap) pinned to the version plotly.py bundles, MathJax
+What a first visit downloads is kept small: plotly.js is the book's own bundle of the trace types
+its figures draw (scatter, bar, heatmap; ``tools/plotly_bundle.mjs``, run by ``make book``), built
+from npm's plotly.js pinned to the version plotly.py bundles, MathJax
 is its ``tex-chtml`` component (TeX with the AMS macros, extensions fetched only when a page uses
 them), and the theme's 1.5 MB Font Awesome script is not loaded (the theme's CSS draws the same
-icons from its web fonts). Pages with a figure also get ``figures.js``, which fits every figure to
-a phone's width and to the theme's dark mode, and the default Plotly template once.
+icons from its web fonts). The search index is loaded by the search page only (the theme's search
+box opens that page). Pages with a figure also get ``figures.js``, which fits every figure to a
+phone's width and to the theme's dark mode, and the default Plotly template once.
 
 It also resolves the short names that posviz's module docstrings use for the public API
 (``:func:`apply_rope``` in ``posviz.rope``) to the documented ``posviz.apply_rope``.
@@ -32,8 +34,8 @@ logger = logging.getLogger(__name__)
 
 PLOTLY_PACKAGE_DATA = Path(plotly.__file__).parent / "package_data"
 PLOTLY_FULL_JS = PLOTLY_PACKAGE_DATA / "plotly.min.js"
-PLOTLY_JS_DEFAULT = "node_modules/plotly.js-cartesian-dist-min/plotly-cartesian.min.js"
-PLOTLY_STATIC = "posviz/plotly-cartesian.min.js"  # under _static/
+PLOTLY_JS_DEFAULT = "node_modules/.posviz/plotly-book.min.js"  # node tools/plotly_bundle.mjs (make book)
+PLOTLY_STATIC = "posviz/plotly-book.min.js"  # under _static/
 FIGURES_STATIC = "posviz/figures.js"  # under _static/
 FIGURES_CSS_STATIC = "posviz/figures.css"
 PAGE_STATIC = "posviz/page.js"  # on every page: focusable scrolling equations
@@ -59,7 +61,7 @@ _VERSION = re.compile(r"plotly\.js(?: \([a-z -]+\))? v(\d+\.\d+\.\d+)")
 
 
 def plotly_js_version(path: Path) -> str | None:
-    """The version in a plotly.js bundle's banner (``plotly.js (cartesian - minified) v4.1.1``)."""
+    """The version in a plotly.js bundle's banner (``plotly.js (book - minified) v4.1.1``)."""
     with open(path, encoding="utf-8") as f:
         match = _VERSION.search(f.read(400))
     return match.group(1) if match else None
@@ -73,7 +75,16 @@ _THEME_EDITS = {
     # The search field's aria-label ("Search") left out its visible text ("Search Ctrl+K"), which
     # speech-input users say to press it (axe: label-content-name-mismatch): its name is its text.
     "components/search-button-field.html": (re.compile(r' aria-label="\{\{ _\(\'Search\'\) \}\}"'), ""),
+    # Sphinx's search tools and the whole search index (100-155 kB) on every page, for the theme's
+    # search-as-you-type, which the book leaves off: its search box opens the search page, which
+    # loads them. (sphinx-book-theme's layout extends this one by its theme-qualified name.)
+    "layout.html": (
+        re.compile(r"\{% if pagename == 'search' %\}"),
+        "{% if pagename == 'search' or not (theme_search_as_you_type|tobool) %}",
+    ),
 }
+# Where an edited copy goes when the template is asked for by its theme-qualified name.
+_THEME_TARGETS = {"layout.html": "pydata_sphinx_theme/layout.html"}
 
 
 def _theme_templates(app: Sphinx, config: Config) -> None:
@@ -93,7 +104,7 @@ def _theme_templates(app: Sphinx, config: Config) -> None:
             logger.warning("posviz: %s changed upstream; not edited", source, type="posviz", subtype="theme")
             continue
         # a component is also looked up by its bare name (sphinx-book-theme's sidebars list it so)
-        names = [name, Path(name).name] if name.startswith("components/") else [name]
+        names = [name, Path(name).name] if name.startswith("components/") else [_THEME_TARGETS.get(name, name)]
         for copy in (target / n for n in names):
             copy.parent.mkdir(parents=True, exist_ok=True)
             if not copy.exists() or copy.read_text(encoding="utf-8") != text:
@@ -132,8 +143,8 @@ def _copy_plotly(app: Sphinx, static: Path) -> None:
     found = plotly_js_version(source) if source.exists() else None
     if found is None or found != wanted:
         logger.warning(
-            "plotly.js %s not found at %s (found %s): run `npm ci` in the book root (`make book` does); "
-            "package.json must pin plotly.js-cartesian-dist-min to the version plotly.py bundles",
+            "plotly.js %s not found at %s (found %s): run `npm ci` and `node tools/plotly_bundle.mjs` in the "
+            "book root (`make book` does); package.json must pin plotly.js to the version plotly.py bundles",
             wanted,
             source,
             found or "nothing",
@@ -294,12 +305,18 @@ def _fix_theme_words(app: Sphinx, pagename: str, templatename: str, context: dic
     fix(context.get("header_buttons") or [])
 
 
+# sphinx-design's stylesheet styles only its own classes (sd-*; and one utility, shadow-none)
+_SPHINX_DESIGN_CLASS = re.compile(r'class="[^"]*\b(?:sd-|shadow-none\b)')
+
+
 def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
     """Load plotly.js (synchronously, before the figures' inline scripts) on pages with a figure.
 
     Also: myst-nb names a hidden cell's ``<summary>`` "Toggle hidden content", which leaves out
     its visible text ("Show code cell content") that speech-input users say to open it (axe:
     label-content-name-mismatch): the label goes, and the visible text is its name.
+    And: sphinx-design's stylesheet and tab script are left off a page that uses none of its
+    components (no page of the book does yet: 62 kB of every first visit).
     And: docutils marks a bibliography entry ``role="doc-biblioentry"`` inside ``role="list"``;
     ARIA 1.3 deprecates that role, so the list has no list items for assistive technology
     (axe: aria-required-children). Each entry becomes a ``listitem``.
@@ -312,6 +329,11 @@ def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict[s
         context["body"] = body = body.replace(_HIDDEN_CELL_LABEL, "<summary>")
     if 'role="doc-biblioentry"' in body:
         context["body"] = body = body.replace('role="doc-biblioentry"', 'role="listitem"')
+    if body and not _SPHINX_DESIGN_CLASS.search(body):  # 62 kB that style nothing on this page
+        for key, name in (("css_files", "sphinx-design.min.css"), ("script_files", "design-tabs.js")):
+            files = context.get(key)
+            if isinstance(files, list):
+                files[:] = [f for f in files if not str(getattr(f, "filename", f)).endswith(name)]
     if 'class="plotly-graph-div"' in body:
         app.builder.add_js_file(PLOTLY_STATIC)  # on this page only
         app.builder.add_js_file(FIGURES_STATIC)  # right after: it wraps Plotly.newPlot
@@ -440,10 +462,12 @@ def _resolve_public_name(app: Sphinx, env: Any, node: Any, contnode: nodes.Eleme
 def setup(app: Sphinx) -> dict[str, Any]:
     """Register the extension (``sphinx: extra_extensions: [posviz.sphinxext]``)."""
     from ._glue import install
+    from ._math import render_math
 
     install()  # glued numbers in translated paragraphs (the Chinese edition)
     app.add_config_value("posviz_mathjax_dir", "node_modules/mathjax/es5", "env", [str])
     app.add_config_value("posviz_plotly_js", PLOTLY_JS_DEFAULT, "env", [str])
+    app.add_config_value("posviz_math_at_build", False, "html", [bool])  # posviz.sphinxext._math
     app.connect("config-inited", _set_mathjax_path)
     app.connect("config-inited", _theme_templates)
     app.connect("builder-inited", _copy_assets)
@@ -454,5 +478,6 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("doctree-read", _translate_toc_captions, priority=400)  # before the toctree collector
     app.connect("missing-reference", _resolve_public_name)
     app.connect("build-finished", _trim_icons)
+    app.connect("build-finished", render_math)
     app.connect("build-finished", _root_redirect, priority=400)  # before sphinx-external-toc's
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
