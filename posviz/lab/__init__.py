@@ -2,8 +2,9 @@ r"""The "train short, test long" experiment in miniature (Press, Smith and Lewis
 
 Small causal byte-level Transformer language models, identical except for the position method
 (``posviz.lab.model.METHODS``: ``none``, ``sinusoidal``, ``learned``, ``shaw``, ``t5``,
-``rope``, ``alibi``; plus ``rope-pi`` and ``rope-ntk``, two evaluation-time rescalings of the
-trained ``rope`` model), are trained on the Python documentation shipped with CPython
+``rope``, ``alibi``; plus six evaluation-time rescalings of the trained ``rope`` model, no
+retraining: ``rope-pi``, ``rope-ntk``, ``rope-yarn``, ``rope-yarn-no-temp``, ``rope-dynamic`` and
+``rope-llama3``, :func:`posviz.lab.positions.rope_scaling_config`), are trained on the Python documentation shipped with CPython
 (``pydoc_data.topics``) at one length :math:`L_{\text{train}}` and evaluated on held-out text at
 :math:`L \in \{1, 2, 4, 8, 16\} \times L_{\text{train}}`, with training throughput, peak memory
 and inference throughput measured in the same run. Every position method calls the posviz
@@ -22,6 +23,7 @@ Run it::
 
     python -m posviz.lab --quick --threads 1      # 94 s of CPU time (measured; 3 min on a busy shared machine)
     python -m posviz.lab --threads 1 --publish    # full: 3 seeds, d=128, 3 layers, 400 steps, lr search
+    python -m posviz.lab --threads 1 --methods rope rope-yarn --merge-into posviz/lab/published/extrapolation.json
     python -m posviz.lab --preset gpu             # one GPU, about 10 minutes (an estimate)
     torchrun --standalone --nproc_per_node=8 -m posviz.lab --preset gpu   # several GPUs (DDP)
 
@@ -37,7 +39,9 @@ without compilation: :func:`posviz.lab.config.check_publishable`).
 
 Modules: ``posviz.lab.config`` (:class:`LabConfig`, presets, the checks made before a run),
 ``posviz.lab.data`` (corpus, splits, windows), ``posviz.lab.overlap`` (shared 64-byte strings),
-``posviz.lab.model`` (the model), ``posviz.lab.positions`` (the position plug-ins),
+``posviz.lab.model`` (the model), ``posviz.lab.positions`` (the position plug-ins and the RoPE
+rules' mappings), ``posviz.lab.rules`` (what each rule does to the ladder), ``posviz.lab.merge``
+(``--merge-into``: new RoPE rows from a rope-only rerun),
 ``posviz.lab.train``, ``posviz.lab.evaluate``, ``posviz.lab.distributed`` (processes, bf16,
 SDPA), ``posviz.lab.memory``, ``posviz.lab.experiment`` (the protocol and the loop),
 ``posviz.lab.results`` (aggregation, paired differences, schema, I/O), ``posviz.lab.tables``
@@ -82,8 +86,8 @@ reason in ``cannot_run`` (never a number)::
       "methods": {
         NAME: {
           "kind": str,                 # "adds to the input" | "rotates q and k" | "biases the scores" | ...
-          "trained_as": str,           # NAME, or "rope" for rope-pi / rope-ntk (same weights, no retraining)
-          "rope_scaling": "pi" | "ntk" | null,
+          "trained_as": str,           # NAME, or "rope" for the rope-* variants (same weights, no retraining)
+          "rope_scaling": "pi" | "ntk" | "yarn" | "yarn-no-temp" | "dynamic" | "llama3" | null,
           "params": int,
           "attention": "posviz" | "sdpa",   # optional: the attention path the method ran
           "max_length": int | null,    # learned: rows in the table
@@ -115,7 +119,11 @@ reason in ``cannot_run`` (never a number)::
       "paired": {"baseline": str, "key": "perplexity",     # null when the baseline was not run
                  "methods": {NAME: {"diff": [[float per seed] | null per length],   # NAME minus baseline, same seed
                                     "mean", "std", "min", "max": [float | null per length],
-                                    "inside_spread": [bool | null per length]}}}
+                                    "inside_spread": [bool | null per length]}}},
+      # optional: rows added later by --merge-into (posviz.lab.merge), one entry per merge
+      "reruns": [{"rows": [str], "verified_identical": [str], "command": [str],
+                  "code": {"git_commit": str | null, "dirty_paths": [str]}, "created_utc": str,
+                  "wall_seconds": float, "load_average_at_end": [float] | null, "machine": {...}}]
     }
 
 ``std`` is the sample standard deviation (n - 1), ``null`` with one seed. A paired difference is

@@ -21,6 +21,10 @@ METHOD_COLORS: dict[str, str] = {
     "rope": "#2ca02c",
     "rope-pi": "#98df8a",
     "rope-ntk": "#17becf",
+    "rope-yarn": "#bcbd22",
+    "rope-yarn-no-temp": "#dbdb8d",
+    "rope-dynamic": "#9edae5",
+    "rope-llama3": "#e377c2",
     "alibi": "#d62728",
 }
 _LABELS = {
@@ -32,6 +36,10 @@ _LABELS = {
     "rope": N_("RoPE"),
     "rope-pi": N_("RoPE + position interpolation"),
     "rope-ntk": N_("RoPE + NTK-aware base"),
+    "rope-yarn": N_("RoPE + YaRN"),
+    "rope-yarn-no-temp": N_("RoPE + YaRN, no temperature"),
+    "rope-dynamic": N_("RoPE + dynamic NTK (factor 2)"),
+    "rope-llama3": N_("RoPE + llama3 by-parts"),
     "alibi": N_("ALiBi"),
 }
 _PAPER_SET = ("sinusoidal", "rope", "t5", "alibi")  # the ALiBi paper's Figure 1

@@ -332,6 +332,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg = make(**overrides)
     except (ValueError, TypeError) as err:
         return fail(str(err))
+    if args.merge_into is not None and (args.publish or args.replot or args.resume):
+        return fail("--merge-into adds rows to a file: it cannot be combined with --publish, --replot or --resume")
     if args.publish and preset != "full":
         return fail("--publish takes a full run only (the book shows it); drop --quick / --preset")
     if args.publish and not args.replot:
@@ -341,8 +343,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return fail(str(err))
     target = code = None
     if args.merge_into is not None:
-        if args.publish or args.replot or args.resume:
-            return fail("--merge-into adds rows to a file: it cannot be combined with --publish, --replot or --resume")
         from .merge import RerunMismatch, check_mergeable_config, code_version, merge_rerun
         from .results import load_results
 

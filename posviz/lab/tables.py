@@ -124,12 +124,19 @@ def _lengths_head(results: dict) -> list[str]:
 
 
 @_table
-def perplexity_table(results: dict, *, spread: bool = True) -> str:
+def perplexity_table(results: dict, *, spread: bool = True, methods: Sequence[str] | None = None) -> str:
     """Markdown table, method × evaluation length: mean ± sample std over seeds (with ``spread``, the
-    [min–max] too); "cannot run" where a method has no value (never a number)."""
+    [min–max] too); "cannot run" where a method has no value (never a number). ``methods``: only
+    these rows, in the results' order (default: every method)."""
     validate_results(results)
+    if methods is not None:
+        unknown = [m for m in methods if m not in results["methods"]]
+        if unknown:
+            raise ValueError(f"methods {unknown} are not in these results; they have {results['method_order']}")
     rows = []
     for name in results["method_order"]:
+        if methods is not None and name not in methods:
+            continue
         agg = results["methods"][name]["aggregate"]["perplexity"]
         cells = [name]
         for i in range(len(results["eval_lengths"])):
