@@ -65,7 +65,9 @@ def test_new_rules_are_posviz_rope_frequencies_and_attention_factor_of_their_map
 def test_the_mappings_are_the_documented_settings():
     s = 1024 / 64
     assert rope_scaling_config("pi", 1024, 64) == {"rope_type": "linear", "factor": s}
-    assert rope_scaling_config("ntk", 1024, 64) == {"rope_type": "dynamic", "factor": 1.0, "max_position_embeddings": 64}
+    assert rope_scaling_config("ntk", 1024, 64) == {
+        "rope_type": "dynamic", "factor": 1.0, "max_position_embeddings": 64,
+    }
     assert rope_scaling_config("dynamic", 1024, 64) == {
         "rope_type": "dynamic", "factor": 2.0, "max_position_embeddings": 64,
     }
@@ -325,7 +327,7 @@ def test_rule_frequencies_and_table_read_the_results_model(target):
         rule_frequencies(target, "rope", 32)
     lines = rules_table(target, length=32).splitlines()
     assert lines[0] == "θ′ᵢ/θᵢ at L = 32"
-    assert lines[2].split(" | ")[2:] == list(RULE_ROWS[:-1]) + [RULE_ROWS[-1] + " |"]
+    assert lines[2].split(" | ")[2:] == [*RULE_ROWS[:-1], RULE_ROWS[-1] + " |"]
     assert len(lines) == 4 + 4 + 1  # title, blank, head, rule, 4 pairs, the attention-factor row
     assert lines[-1].startswith("| cos, sin × |") and f"{0.1 * math.log(4.0) + 1:.3f}" in lines[-1]
 

@@ -4,12 +4,13 @@ Small causal byte-level Transformer language models, identical except for the po
 (``posviz.lab.model.METHODS``: ``none``, ``sinusoidal``, ``learned``, ``shaw``, ``t5``,
 ``rope``, ``alibi``; plus six evaluation-time rescalings of the trained ``rope`` model, no
 retraining: ``rope-pi``, ``rope-ntk``, ``rope-yarn``, ``rope-yarn-no-temp``, ``rope-dynamic`` and
-``rope-llama3``, :func:`posviz.lab.positions.rope_scaling_config`), are trained on the Python documentation shipped with CPython
-(``pydoc_data.topics``) at one length :math:`L_{\text{train}}` and evaluated on held-out text at
-:math:`L \in \{1, 2, 4, 8, 16\} \times L_{\text{train}}`, with training throughput, peak memory
-and inference throughput measured in the same run. Every position method calls the posviz
-function its chapter teaches, and attention is :func:`posviz.attention` with ``causal=True``
-(Shaw's module applies the same mask rule to its own scores).
+``rope-llama3``, :func:`posviz.lab.positions.rope_scaling_config`), are trained on the Python
+documentation shipped with CPython (``pydoc_data.topics``) at one length :math:`L_{\text{train}}`
+and evaluated on held-out text at :math:`L \in \{1, 2, 4, 8, 16\} \times L_{\text{train}}`, with
+training throughput, peak memory and inference throughput measured in the same run. Every
+position method calls the posviz function its chapter teaches, and attention is
+:func:`posviz.attention` with ``causal=True`` (Shaw's module applies the same mask rule to its
+own scores).
 
 The protocol (``posviz.lab.experiment``): the topics are split into train, validation and
 held-out text with no 64-byte string in common (``posviz.lab.data``); with one seed every
