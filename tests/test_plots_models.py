@@ -135,7 +135,7 @@ def _cards() -> dict:
 
 
 def _row(table: str, name: str) -> list[str]:
-    (line,) = [ln for ln in table.splitlines() if f"(`{name}`)" in ln]
+    (line,) = [ln for ln in table.splitlines() if f"({name})" in ln]
     return [cell.strip() for cell in line.strip("|").split("|")]
 
 
@@ -144,26 +144,27 @@ def test_family_table_reads_every_cell_from_the_card() -> None:
     from posviz.plots.models import family_table
 
     cards = _cards()
-    table = family_table(cards)
+    table, others = family_table(cards), family_table(cards, rope=False)
     assert isinstance(table, Table) and table.record  # translatable: its messages are recorded
-    assert len(table.splitlines()) == 2 + len(cards)
-    # model, method, pairing, base, share, scaling, position-free layers, context
+    rope_count = sum(c.rope is not None for c in cards.values())
+    assert len(table.splitlines()) == 2 + rope_count and len(others.splitlines()) == 2 + len(cards) - rope_count
+    # model, pairing, base, share, scaling, position-free layers, context
     assert _row(table, "llama-3.1-8b") == [
-        "Llama (`llama-3.1-8b`)", "RoPE", "half: (i, i + d/2)", "500000", "128/128 (100%)",
-        "llama3, s = 8, from L = 8192", "none", "131072"]
-    assert _row(table, "gpt-j-6b")[2:5] == ["interleaved: (2i, 2i + 1)", "10000", "64/256 (25%)"]
-    assert _row(table, "pythia-70m")[4] == "16/64 (25%)"
-    assert _row(table, "gemma-3-4b")[3] == "local: 10000; global: 1000000"
-    assert _row(table, "gemma-3-4b")[5] == "local: none; global: linear (PI), s = 8"
-    assert _row(table, "llama-4-scout")[6] == "12 of 48: one in 4, layers 3, 7, …, 47"
-    assert _row(table, "smollm3-3b")[6] == "9 of 36: one in 4, layers 3, 7, …, 35"
-    assert _row(table, "deepseek-v3")[2] == "interleaved: (2i, 2i + 1)"
-    assert _row(table, "deepseek-v3")[4] == "64/192 (33%), one key head shared"
-    assert _row(table, "gpt-oss-20b")[5] == "YaRN, s = 32, from L = 4096"
-    assert _row(table, "opt-125m")[1] == "learned table, 2050 rows, offset 2"
-    assert _row(table, "mpt-7b")[1] == "ALiBi, MPT slopes (alibi_bias_max = 8)"
-    assert _row(table, "bloom-560m")[7] == "none in the config"
-    assert "中" not in table.translated("en")
+        "Llama (llama-3.1-8b)", "half", "500000", "100% (128/128)", "llama3, s = 8, from L = 8192", "none", "131072"]
+    assert _row(table, "gpt-j-6b")[1:4] == ["interleaved", "10000", "25% (64/256)"]
+    assert _row(table, "pythia-70m")[3] == "25% (16/64)"
+    assert _row(table, "gemma-3-4b")[2] == "local: 10000; global: 1000000"
+    assert _row(table, "gemma-3-4b")[4] == "local: none; global: linear (PI), s = 8"
+    assert _row(table, "llama-4-scout")[1] == "interleaved"
+    assert _row(table, "llama-4-scout")[5] == "12 of 48: one in 4, layers 3, 7, …, 47"
+    assert _row(table, "smollm3-3b")[5] == "9 of 36: one in 4, layers 3, 7, …, 35"
+    assert _row(table, "deepseek-v3")[1] == "interleaved"
+    assert _row(table, "deepseek-v3")[3] == "33% (64/192), one key head shared"
+    assert _row(table, "gpt-oss-20b")[4] == "YaRN, s = 32, from L = 4096"
+    assert _row(others, "opt-125m") == ["OPT (opt-125m)", "learned table, 2050 rows, offset 2", "2048"]
+    assert _row(others, "mpt-7b")[1] == "ALiBi, MPT slopes (alibi_bias_max = 8)"
+    assert _row(others, "bloom-560m")[2] == "none in the config"
+    assert _row(others, "t5-small")[1] == "T5 buckets (32, up to distance 128), table in layer 0"
 
 
 def test_family_table_translates() -> None:
@@ -171,7 +172,11 @@ def test_family_table_translates() -> None:
 
     table = family_table(_cards())
     zh = table.translated("zh_CN")
-    assert zh != str(table)
+    header = zh.splitlines()[0]
+    assert "配对方式" in header and "pairing" not in header
+    assert "局部：10000；全局：1000000" in zh and "局部：无；全局：线性（PI），s = 8" in zh
+    assert "| 前后半配对 |" in zh and "每 4 层一层" in zh
+    assert "可学习的位置表" in family_table(_cards(), rope=False).translated("zh_CN")
 
 
 def test_spectrum_table_counts() -> None:
@@ -191,3 +196,14 @@ def test_spectrum_table_counts() -> None:
     assert spectrum_spec("gemma-3-4b", cards["gemma-3-4b"], layer=0)["scaling"] is None
     table = spectrum_table([spec, gemma])
     assert table.splitlines()[2].split("|")[4].strip() == str(counts["turned"])
+
+
+def test_each_legend_name_draws_its_own_rule() -> None:
+    fig = scaling_rules_figure(DIM, BASE, (8.0,), (L,), active=0)
+    names = {"PI (linear)": "pi", "NTK-aware": "ntk", "dynamic NTK at L′ = sL": "dynamic", "YaRN": "yarn",
+             "llama3": "llama3"}
+    drawn = {trace.name: trace for trace in fig.data if trace.name in names}
+    assert set(drawn) == set(names)
+    for name, rule in names.items():
+        expected = ratio(rule, 8.0).numpy()
+        assert [float(y) for y in drawn[name].y] == pytest.approx(list(expected), rel=1e-3), name

@@ -399,7 +399,8 @@ def rope_bug_figure(
                 hovertemplate=tr("position m = %{x:.0f}<br>mean cosine = %{y:.3f}") + "<extra></extra>",
             )
         )
-    fig.add_trace(_context_line(prefill, (-1.05, 1.05), tr("prefill length / original context ({prefill})", prefill=prefill), "dash", True))
+    legend = tr("prefill length / original context ({prefill})", prefill=prefill)
+    fig.add_trace(_context_line(prefill, (-1.05, 1.05), legend, "dash", True))
     n = len(BUGS)
     views = [(tr("all"), list(range(n + 1)))] + [(tr(_BUG_BUTTONS[b]), [i, n]) for i, b in enumerate(BUGS)]
     fig.update_layout(
@@ -457,14 +458,19 @@ def _per_type(card: Any, value: Any) -> str:
     if len(set(cells.values())) == 1:
         return cells[kinds[0]]
     names = {"sliding_attention": tr("local"), "full_attention": tr("global"), "chunked_attention": tr("chunked")}
-    return "; ".join(f"{names.get(kind, kind)}: {cell}" for kind, cell in cells.items())
+    parts = [tr("{name}: {value}", name=names.get(kind, kind), value=cell) for kind, cell in cells.items()]
+    out = parts[0]
+    for part in parts[1:]:
+        out = tr("{first}; {second}", first=out, second=part)
+    return out
 
 
 def family_row(name: str, card: Any) -> list[str]:
-    """The table row of one released model's card: model, method, pairing, base(s), rotated share,
-    scaling, position-free layers, context (:func:`family_table`)."""
+    """The table row of one released model's card (:func:`family_table`). RoPE families: model,
+    pairing, base(s), rotated share, scaling, position-free layers, context; the others: model,
+    method, context."""
     context = _num(card.max_position_embeddings) if card.max_position_embeddings else tr("none in the config")
-    dash = "–"
+    model = f"{card.family} ({name})"
     if card.rope is None:
         if card.alibi is not None:
             method = tr("ALiBi, MPT slopes (alibi_bias_max = {m})", m=_num(card.alibi.alibi_bias_max)) if (
@@ -475,15 +481,14 @@ def family_row(name: str, card: Any) -> list[str]:
         else:
             method = tr("learned table, {rows} rows, offset {offset}", rows=card.learned.rows,
                         offset=card.learned.offset)
-        return [f"{card.family} (`{name}`)", method, dash, dash, dash, dash, tr("none"), context]
+        return [model, method, context]
     rope = card.rope
-    pairing = tr("half: (i, i + d/2)") if rope.layout == "half" else tr("interleaved: (2i, 2i + 1)")
-    share = f"{rope.rotary_dim}/{rope.head_dim} ({rope.rotary_dim / rope.head_dim:.0%})"
+    pairing = tr("half") if rope.layout == "half" else tr("interleaved")
+    share = f"{rope.rotary_dim / rope.head_dim:.0%} ({rope.rotary_dim}/{rope.head_dim})"
     if rope.shared_key_head:
         share += ", " + tr("one key head shared")
     return [
-        f"{card.family} (`{name}`)",
-        "RoPE",
+        model,
         pairing,
         _per_type(card, lambda kind: _num(rope.base[kind])),
         share,
@@ -493,13 +498,17 @@ def family_row(name: str, card: Any) -> list[str]:
     ]
 
 
-def family_table(cards: Mapping[str, Any]) -> Table:
+def family_table(cards: Mapping[str, Any], *, rope: bool = True) -> Table:
     """The chapter's table of families, one row per card (``name -> PositionCard``), every cell read
-    from the card (:func:`family_row`): a :class:`posviz.lab.tables.Table`, translatable."""
+    from the card (:func:`family_row`): the RoPE families (``rope=True``) or the others; a
+    :class:`posviz.lab.tables.Table`, translatable."""
     with recording() as record:
-        head = [tr("model"), tr("method"), tr("pairing"), tr("base"), tr("rotated share"), tr("scaling"),
-                tr("position-free layers"), tr("context")]
-        rows = [family_row(name, card) for name, card in cards.items()]
+        if rope:
+            head = [tr("model"), tr("pairing"), tr("base"), tr("rotated share"), tr("scaling"),
+                    tr("position-free layers"), tr("context")]
+        else:
+            head = [tr("model"), tr("method"), tr("context")]
+        rows = [family_row(name, card) for name, card in cards.items() if (card.rope is not None) == rope]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         text = "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
     return Table(text, record if get_language() == "en" else None)
@@ -541,9 +550,8 @@ def spectrum_counts(spec: Mapping[str, Any]) -> dict[str, int]:
 def spectrum_table(specs: Sequence[Mapping[str, Any]]) -> Table:
     """:func:`spectrum_counts` of each spec, as a translatable table."""
     with recording() as record:
-        head = [tr("model"), tr("rotated pairs"), tr("original context L"), tr("at least one turn within L"),
-                tr("extended context"), tr("never one turn, unscaled"), tr("never one turn, scaled"),
-                tr("pairs the scaling moves")]
+        head = [tr("model"), tr("pairs"), tr("L"), tr("turn within L"), tr("extended context"),
+                tr("never turn, unscaled"), tr("never turn, scaled"), tr("moved by the scaling")]
         rows = []
         for spec in specs:
             c = spectrum_counts(spec)
