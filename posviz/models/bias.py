@@ -1,17 +1,17 @@
 r"""The additive score biases (ALiBi, T5) and learned-table positions of a family's card.
 
 **Why BLOOM's row-constant ALiBi is ALiBi.** BLOOM (and Falcon) do not add
-:math:`-m_h\,|i - j|`; they add :math:`+m_h\,j` (the key's position, the same in every row).
-Within row :math:`i` the two differ by :math:`m_h\,i`, a constant of that row, and the softmax
+:math:`-\mu_h\,|i - j|`; they add :math:`+\mu_h\,j` (the key's position, the same in every row).
+Within row :math:`i` the two differ by :math:`\mu_h\,i`, a constant of that row, and the softmax
 is unchanged by adding a constant to a whole row:
 
 .. math::
 
-    \operatorname{softmax}_j(s_{ij} + m_h j) = \operatorname{softmax}_j(s_{ij} + m_h j - m_h i)
-    = \operatorname{softmax}_j(s_{ij} - m_h (i - j)),
+    \operatorname{softmax}_j(s_{ij} + \mu_h j) = \operatorname{softmax}_j(s_{ij} + \mu_h j - \mu_h i)
+    = \operatorname{softmax}_j(s_{ij} - \mu_h (i - j)),
 
-and under the causal mask (:math:`j \le i`) :math:`-m_h(i - j) = -m_h|i - j|`. MPT adds
-:math:`m_h\,(j - (L_k - 1))`, the same up to another row constant. Before a softmax the forms
+and under the causal mask (:math:`j \le i`) :math:`-\mu_h(i - j) = -\mu_h|i - j|`. MPT adds
+:math:`\mu_h\,(j - (L_k - 1))`, the same up to another row constant. Before a softmax the forms
 are interchangeable; the bias values themselves are not.
 """
 
@@ -104,7 +104,7 @@ def _alibi(
         j = j.to(work)
         if rule.slope_dtype is not None:  # Falcon multiplies in bfloat16: j too is rounded (exact below 257)
             j = j.to(getattr(torch, rule.slope_dtype)).to(work)
-        out = slopes[None, :, None, None] * j[:, None, None, :]  # m_h * j, [b, h, 1, k]
+        out = slopes[None, :, None, None] * j[:, None, None, :]  # mu_h * j, [b, h, 1, k]
         if rule.slope_dtype is not None:  # ... and so is the product
             out = out.to(getattr(torch, rule.slope_dtype)).to(work)
         out = out.expand(-1, -1, query_len, -1)
@@ -153,13 +153,13 @@ def card_bias(
 ) -> torch.Tensor:
     r"""The bias the family adds to its attention scores, ``[batch, heads, query_len, key_len]``.
 
-    - BLOOM (``form="native"``): :math:`B_{h,ij} = m_h\,j` with :math:`j` the key's position
+    - BLOOM (``form="native"``): :math:`B_{h,ij} = \mu_h\,j` with :math:`j` the key's position
       among the unpadded tokens of ``attention_mask`` (``[batch, key_len]``; default all ones),
       as ``build_alibi_tensor``; added to the scaled scores. Falcon: the same with slopes, key
       positions and products rounded to bfloat16 (its ``build_alibi_tensor`` multiplies in
       bfloat16), divided by :math:`\sqrt{d}` (it is added before the scale). MPT:
-      :math:`m_h\,(j - (L_k - 1))` with MPT's slopes (``build_mpt_alibi_tensor``).
-      ``form="distance"`` gives :math:`-m_h|i - j|` (:func:`posviz.alibi_bias`) with the same
+      :math:`\mu_h\,(j - (L_k - 1))` with MPT's slopes (``build_mpt_alibi_tensor``).
+      ``form="distance"`` gives :math:`-\mu_h|i - j|` (:func:`posviz.alibi_bias`) with the same
       slopes: equal after a causal softmax (module docstring).
     - T5: :math:`B_{h,ij} = W[\operatorname{bucket}(j - i - p), h]` with the owner layer's table
       ``table`` = ``relative_attention_bias.weight`` (``[num_buckets, heads]``), ``stack``

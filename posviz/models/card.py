@@ -116,8 +116,8 @@ class AlibiRule:
         slopes: ``"press"`` (Press et al.'s rule, :func:`posviz.alibi_slopes`: BLOOM, Falcon) or
             ``"mpt"`` (MPT's rule with ``alibi_bias_max``, :func:`posviz.models.bias.mpt_alibi_slopes`).
         alibi_bias_max: MPT's largest exponent (8 gives Press et al.'s slopes); ``None`` otherwise.
-        form: ``"key-position"`` (BLOOM, Falcon: :math:`+m_h\\,j`, keys counted from the first
-            unpadded token) or ``"key-minus-last"`` (MPT: :math:`m_h\\,(j - (L_k - 1))`).
+        form: ``"key-position"`` (BLOOM, Falcon: :math:`+\\mu_h\\,j`, keys counted from the first
+            unpadded token) or ``"key-minus-last"`` (MPT: :math:`\\mu_h\\,(j - (L_k - 1))`).
         slope_dtype: dtype the slopes are rounded to before use (Falcon: ``"bfloat16"``).
         bias_scaled: the bias is added before the :math:`1/\\sqrt{d}` scale (Falcon), so it
             reaches the scaled score divided by :math:`\\sqrt{d}`.
