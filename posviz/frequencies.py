@@ -29,7 +29,7 @@ from collections.abc import Mapping
 import torch
 
 from ._rope_params import _check_seq_len, parse_scaling
-from ._validate import check_even_dim, check_positive, resolve, table_dtype
+from ._validate import check_even_dim, check_positive, resolve, round_once, table_dtype
 from .rope_scaling import scaled_frequencies
 
 __all__ = ["rope_frequencies", "wavelengths"]
@@ -121,7 +121,7 @@ def rope_frequencies(
     theta = torch.exp(-math.log(base) * exponent)  # base^(-2i/d)
     if params is not None:
         theta = scaled_frequencies(theta, dim, base, params, seq_len)
-    return theta.to(dtype)
+    return round_once(theta, dtype)  # float64, rounded once (torch's cast from float64 rounds twice)
 
 
 def wavelengths(
@@ -140,4 +140,4 @@ def wavelengths(
     """
     device, dtype = resolve(device, dtype)
     theta = rope_frequencies(dim, base, device=device, dtype=table_dtype(device))
-    return (2 * math.pi / theta).to(dtype)
+    return round_once(2 * math.pi / theta, dtype)

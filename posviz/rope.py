@@ -51,6 +51,7 @@ from ._validate import (
     check_tensor,
     compute_dtype,
     resolve,
+    round_once,
     table_dtype,
 )
 from .frequencies import rope_frequencies
@@ -349,7 +350,7 @@ def rope_rotation_matrix(
     r[idx, idx + 1] = -sin
     r[idx + 1, idx] = sin
     r[idx + 1, idx + 1] = cos
-    return r.to(dtype)
+    return round_once(r, dtype)
 
 
 def rope_layout_permutation(dim: int, *, device: torch.device | str | None = None) -> torch.Tensor:

@@ -47,7 +47,7 @@ from collections.abc import Mapping
 import torch
 
 from ._rope_params import _check_seq_len, parse_scaling
-from ._validate import check_int, check_positive, check_real, resolve
+from ._validate import check_int, check_positive, check_real, resolve, round_once
 
 __all__ = [
     "llama3_ramp",
@@ -178,7 +178,7 @@ def yarn_ramp(
     device, dtype = resolve(device, dtype)
     index = torch.arange(dim // 2, device=device, dtype=torch.float64)
     ramp = torch.clamp((index - low) / (high - low), 0, 1)
-    return (1 - ramp).to(dtype)
+    return round_once(1 - ramp, dtype)
 
 
 def llama3_ramp(
@@ -220,7 +220,7 @@ def llama3_ramp(
     turns = length * theta / (2 * math.pi)  # r_i = L / lambda_i
     if high == low:  # no ramp, a step (Llama 4 Scout's config: both 1): keep above f, divide below
         return (turns > low).to(dtype)
-    return torch.clamp((turns - low) / (high - low), 0, 1).to(dtype)
+    return round_once(torch.clamp((turns - low) / (high - low), 0, 1), dtype)
 
 
 def scaled_frequencies(theta: torch.Tensor, dim: int, base: float, p: dict, seq_len: int | None) -> torch.Tensor:

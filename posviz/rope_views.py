@@ -21,6 +21,7 @@ from ._validate import (
     check_tensor,
     compute_dtype,
     default_dtype,
+    round_once,
     table_dtype,
 )
 from .frequencies import rope_frequencies
@@ -69,7 +70,7 @@ def rope_mean_partial_sum(
     theta = rope_frequencies(dim, base, device=distances.device, dtype=work)
     angle = distances.to(work)[..., None] * theta  # (m-n) theta_k
     s = torch.cumsum(torch.polar(torch.ones_like(angle), angle), dim=-1)  # S_j, j = 1..d/2
-    return s.abs().mean(-1).to(dtype)
+    return round_once(s.abs().mean(-1), dtype)
 
 
 # --- Functions for the RoPE chapter: angles, the complex view and scores. -----------------------
@@ -107,7 +108,7 @@ def rope_angles(positions: torch.Tensor | float, dim: int, base: float = 10000.0
     work = table_dtype(positions.device)
     check_fits_in_memory("angle table", (positions.numel(), dim // 2), work, positions.device)
     theta = rope_frequencies(dim, base, device=positions.device, dtype=work)
-    return (positions.to(work)[..., None] * theta).to(dtype)  # m * theta_i
+    return round_once(positions.to(work)[..., None] * theta, dtype)  # m * theta_i
 
 
 def _pair_index(dim: int, layout: str, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -211,4 +212,4 @@ def rope_relative_score(
     h = qc * kc.conj()  # q~_i conj(k~_i), [..., d/2]
     angle = rope_angles(offsets.to(device=q.device, dtype=work), dim, base)  # r theta_i, [R, d/2]
     phase = torch.polar(torch.ones_like(angle), angle)  # e^{i r theta_i}
-    return (h[..., None, :] * phase).real.sum(-1).to(out_dtype).reshape((*batch, *offsets.shape))
+    return round_once((h[..., None, :] * phase).real.sum(-1), out_dtype).reshape((*batch, *offsets.shape))

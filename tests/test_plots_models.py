@@ -103,6 +103,8 @@ def test_bug_curves_start_where_training_did() -> None:
     for bug in ("llama3-dropped", "rotary-share", "layout", "prefill-only"):
         assert sims[bug][0].item() == pytest.approx(1.0)  # position 0: no rotation, no mistake
     assert sims["offset"][0].item() < 1 - 1e-3
+    # half pairs read as interleaved: the pairs differ, so keys drift apart from position 1 on
+    assert sims["layout"][1].item() < 1 - 1e-3 and sims["layout"][2].item() < 0.9
     # prefill-only is right before the prefill length and as wrong as dropped scaling after it
     torch.testing.assert_close(sims["prefill-only"][:4], torch.ones(4, dtype=torch.float64))
     torch.testing.assert_close(sims["prefill-only"][4:], sims["llama3-dropped"][4:])
