@@ -201,3 +201,24 @@ def test_gpt2_and_bert_positions_ignore_padding(family, seed):
             ref = (emb.word_embeddings.weight[0] + emb.token_type_embeddings.weight[0]
                    + emb.position_embeddings.weight[card.positions(seq_len=3, past_length=4)])
         torch.testing.assert_close(out, emb.LayerNorm(ref))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_marian_sinusoidal_table_in_halves(seed):
+    rng = random.Random(f"marian-{seed}")
+    rows, dim = rng.choice((16, 40)), rng.choice((8, 12, 32))
+    config = transformers.MarianConfig(d_model=dim, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                                       decoder_attention_heads=2, max_position_embeddings=rows, vocab_size=10,
+                                       scale_embedding=bool(seed % 2))
+    card = position_card(config)
+    assert card.method == "sinusoidal" and card == position_card(config.to_dict())
+    embed = _mod("marian").MarianSinusoidalPositionalEmbedding(rows, dim)
+    weight = embed.create_weight()
+    torch.testing.assert_close(card.table(), weight, atol=1e-6, rtol=0)
+    assert not torch.allclose(posviz.sinusoidal_encoding(rows, dim), weight)  # Vaswani's interleaved columns
+    embed.weight.data.copy_(weight)
+    past, seq = rng.randrange(0, rows // 2), rng.randint(1, rows // 2)
+    with torch.no_grad():
+        want = embed((2, seq), cache_length=past)
+    torch.testing.assert_close(card.table()[card.positions(seq_len=seq, past_length=past)[0]], want, atol=1e-6, rtol=0)
+    assert card.sinusoidal.embed_scale == (dim**0.5 if seed % 2 else 1.0)

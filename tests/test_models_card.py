@@ -171,10 +171,10 @@ def test_unknown_or_missing_family_is_a_clear_error():
         position_card("meta-llama/Llama-3.1-8B")
     with pytest.raises(ValueError, match="must give n_layer"):
         position_card({"model_type": "llama", "hidden_size": 8})
-    for required in ("bert", "gpt2", "opt", "t5", "gpt_neox", "gptj", "llama", "llama4", "mistral", "qwen2", "qwen3",
-                     "gemma2", "gemma3", "phi3", "deepseek_v2", "deepseek_v3", "bloom", "mpt", "falcon", "smollm3",
-                     "gpt_oss"):
-        assert required in SUPPORTED_MODEL_TYPES
+    required = ("marian bert gpt2 opt t5 gpt_neox gptj llama llama4 mistral qwen2 qwen3 gemma2 gemma3 phi3 "
+                "deepseek_v2 deepseek_v3 bloom mpt falcon smollm3 gpt_oss").split()
+    for name in required:
+        assert name in SUPPORTED_MODEL_TYPES
 
 
 def test_methods_refuse_the_wrong_family_and_bad_tensors():
@@ -183,7 +183,7 @@ def test_methods_refuse_the_wrong_family_and_bad_tensors():
         bloom.rotate(torch.zeros(1, 1, 2, 64), torch.zeros(1, 1, 2, 64), torch.arange(2))
     with pytest.raises(ValueError, match="bias is for ALiBi and T5 families; Llama"):
         llama.bias(4)
-    with pytest.raises(ValueError, match="positions is for learned tables"):
+    with pytest.raises(ValueError, match="positions is for learned and sinusoidal tables"):
         llama.positions(seq_len=3)
     with pytest.raises(ValueError, match=r"layer must be in \[0, 31\]"):
         llama.rotate(torch.zeros(1, 1, 2, 128), torch.zeros(1, 1, 2, 128), torch.arange(2), layer=32)

@@ -6,7 +6,8 @@ r"""Position schemes of today's model families, read from their configs: :func:`
     card.method, card.rope.layout, card.base(layer=5), card.scaling(layer=5), card.rope.nope_layers
     q, k = card.rotate(q, k, position_ids, layer=5)   # RoPE families, [batch, heads, seq, head_dim]
     bias = card.bias(q_len, k_len)                    # ALiBi and T5 families
-    rows = card.positions(attention_mask)             # learned tables (OPT's offset of 2)
+    rows = card.positions(attention_mask)             # learned tables (OPT's offset of 2), Marian's sinusoids
+    table = card.table()                              # sinusoidal families
 
 The config is read duck-typed (attributes or mapping keys); ``transformers`` is never imported.
 Every number on a card names its source in ``card.sources``.
@@ -18,7 +19,7 @@ from collections.abc import Callable, Mapping
 
 from ._config import Reader, model_type_of
 from .bias import mpt_alibi_slopes
-from .card import AlibiRule, LearnedTable, PositionCard, RopeScheme, T5Buckets, TemperatureRule
+from .card import AlibiRule, LearnedTable, PositionCard, RopeScheme, SinusoidalTable, T5Buckets, TemperatureRule
 from .families_other import OTHER_FAMILIES
 from .families_rope import ROPE_FAMILIES
 from .released import RELEASED, Released, released_config
@@ -32,6 +33,7 @@ __all__ = [
     "Released",
     "RopeScheme",
     "SUPPORTED_MODEL_TYPES",
+    "SinusoidalTable",
     "T5Buckets",
     "TemperatureRule",
     "mpt_alibi_slopes",

@@ -23,13 +23,15 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .._validate import check_int, check_real, exact_dtype, resolve
+from ..absolute import sinusoidal_encoding
 from ..alibi import alibi_bias, alibi_slopes
 from ..relative import t5_relative_bucket
+from ..rope import rope_layout_permutation
 
 if TYPE_CHECKING:
     from .card import PositionCard
 
-__all__ = ["card_bias", "mpt_alibi_slopes", "table_positions"]
+__all__ = ["card_bias", "mpt_alibi_slopes", "sinusoidal_table", "table_positions"]
 
 
 def mpt_alibi_slopes(
@@ -189,16 +191,22 @@ def table_positions(
 ) -> torch.Tensor:
     r"""Rows of the learned position table that the ``seq_len`` new tokens read, ``[batch, seq_len]``.
 
-    - BERT, GPT-2: :math:`\text{row}_t = p + t` for cached length :math:`p` (``past_length``),
-      whatever the mask says.
+    - BERT, GPT-2, Marian: :math:`\text{row}_t = p + t` for cached length :math:`p`
+      (``past_length``), whatever the mask says.
     - OPT: :math:`\text{row}_t = \big(\sum_{u \le t} a_u\big) a_t - 1 + 2` over the mask
       :math:`a` of the past and new tokens (``[batch, past_length + seq_len]``), the last
       ``seq_len`` of them: unpadded tokens count from 0, padding reads row 1, and the table's
       first two rows are the offset (``OPTLearnedPositionalEmbedding``).
     """
     spec = card.learned
+    if spec is None and card.sinusoidal is not None:  # a fixed table read like BERT's
+        from .card import LearnedTable
+
+        spec = LearnedTable(rows=card.sinusoidal.rows)
     if spec is None:
-        raise ValueError(f"positions is for learned tables; {card.family} ({card.model_type}) uses {card.method}")
+        raise ValueError(
+            f"positions is for learned and sinusoidal tables; {card.family} ({card.model_type}) uses {card.method}"
+        )
     past_length = check_int("past_length", past_length, minimum=0)
     if attention_mask is not None:
         mask = _mask(attention_mask, None)
@@ -222,3 +230,24 @@ def table_positions(
     if rows.numel() and int(rows.max()) >= spec.rows:
         raise ValueError(f"positions reach row {int(rows.max())}, past the table's {spec.rows} rows")
     return rows
+
+
+def sinusoidal_table(
+    card: PositionCard, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+) -> torch.Tensor:
+    r"""A sinusoidal family's fixed table, ``[rows, dim]``.
+
+    Vaswani et al.'s table (:func:`posviz.sinusoidal_encoding`) with its columns permuted to
+    ``[sin | cos]`` when the family keeps halves (Marian):
+
+    .. math:: T_{p,\,i} = \sin(p\,\theta_i), \quad T_{p,\,d/2 + i} = \cos(p\,\theta_i),
+              \qquad \theta_i = \text{base}^{-2i/d}
+
+    (the permutation :func:`posviz.rope_layout_permutation` of the interleaved table).
+    """
+    spec = card.sinusoidal
+    if spec is None:
+        raise ValueError(f"table is for sinusoidal families; {card.family} ({card.model_type}) uses {card.method}")
+    device, dtype = resolve(device, dtype)
+    table = sinusoidal_encoding(spec.rows, spec.dim, spec.base, device=device, dtype=dtype)
+    return table[:, rope_layout_permutation(spec.dim, device=device)] if spec.halves else table

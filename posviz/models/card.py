@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import torch
 
-__all__ = ["AlibiRule", "LearnedTable", "PositionCard", "RopeScheme", "T5Buckets", "TemperatureRule"]
+__all__ = ["AlibiRule", "LearnedTable", "PositionCard", "RopeScheme", "SinusoidalTable", "T5Buckets", "TemperatureRule"]
 
 Method = Literal["rope", "alibi", "t5-bucket", "learned", "sinusoidal"]
 
@@ -167,6 +167,26 @@ class LearnedTable:
 
 
 @dataclass(frozen=True)
+class SinusoidalTable:
+    """A fixed sinusoidal table added to the embeddings.
+
+    Attributes:
+        rows, dim: table size (``max_position_embeddings`` x ``d_model``).
+        base: the frequency base (10000).
+        halves: columns ``[sin | cos]`` (Marian, "not interleaved") instead of Vaswani et al.'s
+            interleaved sin/cos (:func:`posviz.sinusoidal_encoding`).
+        embed_scale: factor on the token embeddings before the table is added
+            (:math:`\\sqrt{d}` with ``scale_embedding``, else 1).
+    """
+
+    rows: int
+    dim: int
+    base: float = 10000.0
+    halves: bool = True
+    embed_scale: float = 1.0
+
+
+@dataclass(frozen=True)
 class PositionCard:
     """One model family's position scheme, read from its config.
 
@@ -177,7 +197,7 @@ class PositionCard:
         num_layers, num_heads: layers and query heads.
         max_position_embeddings: the context the config declares (``None`` where it has none).
         layer_types: per layer, its attention kind (the keys of ``rope.base``).
-        rope, alibi, t5, learned: the method's details (the others are ``None``).
+        rope, alibi, t5, learned, sinusoidal: the method's details (the others are ``None``).
         sources: for every number on the card, where it came from (field path -> short text).
         notes: what the card leaves out or a reader should know.
     """
@@ -193,6 +213,7 @@ class PositionCard:
     alibi: AlibiRule | None = None
     t5: T5Buckets | None = None
     learned: LearnedTable | None = None
+    sinusoidal: SinusoidalTable | None = None
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     notes: tuple[str, ...] = ()
 
@@ -291,3 +312,9 @@ class PositionCard:
         from .bias import table_positions
 
         return table_positions(self, attention_mask, seq_len=seq_len, past_length=past_length)
+
+    def table(self, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """The fixed sinusoidal table of a sinusoidal family; see :func:`posviz.models.bias.sinusoidal_table`."""
+        from .bias import sinusoidal_table
+
+        return sinusoidal_table(self, device=device, dtype=dtype)

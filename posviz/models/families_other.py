@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ._config import Reader, as_mapping
-from .card import AlibiRule, LearnedTable, PositionCard, T5Buckets, frozen_mapping
+from .card import AlibiRule, LearnedTable, PositionCard, SinusoidalTable, T5Buckets, frozen_mapping
 from .families_rope import common, rope_card
 
 __all__ = ["OTHER_FAMILIES"]
@@ -124,6 +124,29 @@ def _falcon(r: Reader, model_type: str) -> PositionCard:
     )
 
 
+def _marian(r: Reader, model_type: str) -> PositionCard:
+    c = common(r, max_position_default=None, family="MarianConfig")
+    sources = dict(c["sources"])
+    rows, sources["sinusoidal.rows"] = r.get(
+        "max_position_embeddings", default=1024, default_source="default 1024 (MarianConfig)"
+    )
+    dim, sources["sinusoidal.dim"] = r.get("d_model", default=1024, default_source="default 1024 (MarianConfig)")
+    scaled, _ = r.get("scale_embedding", default=False)
+    sources["sinusoidal.base"] = "10000, fixed in MarianSinusoidalPositionalEmbedding (Vaswani et al. 2017 §3.5)"
+    sources["sinusoidal.embed_scale"] = (
+        f"sqrt(d_model) from {r.prefix}.scale_embedding" if scaled else "1: scale_embedding is off"
+    )
+    if int(dim) % 2:
+        raise ValueError(f"config.d_model must be even for a sinusoidal table, got {dim}")
+    table = SinusoidalTable(rows=int(rows), dim=int(dim), embed_scale=float(int(dim) ** 0.5) if scaled else 1.0)
+    return PositionCard(
+        model_type=model_type, family="Marian", method="sinusoidal", num_layers=c["layers"], num_heads=c["heads"],
+        max_position_embeddings=int(rows), layer_types=("full_attention",) * c["layers"], sinusoidal=table,
+        sources=frozen_mapping(sources),
+        notes=("columns [sin | cos], not interleaved (MarianSinusoidalPositionalEmbedding.create_weight)",),
+    )
+
+
 OTHER_FAMILIES: dict[str, Callable[[Reader, str], PositionCard]] = {
     "bert": _learned,
     "gpt2": _learned,
@@ -132,4 +155,5 @@ OTHER_FAMILIES: dict[str, Callable[[Reader, str], PositionCard]] = {
     "bloom": _bloom,
     "mpt": _mpt,
     "falcon": _falcon,
+    "marian": _marian,
 }

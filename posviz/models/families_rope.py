@@ -51,8 +51,12 @@ def common(r: Reader, *, max_position_default: int | None, family: str) -> dict[
     """Layers, heads, hidden size and context, with sources."""
     sources: dict[str, str] = {}
     try:
-        layers, sources["num_layers"] = r.get("n_layer", "n_layers", "num_layers", "num_hidden_layers")
-        heads, sources["num_heads"] = r.get("n_head", "n_heads", "num_heads", "num_attention_heads")
+        layers, sources["num_layers"] = r.get(
+            "n_layer", "n_layers", "num_layers", "encoder_layers", "num_hidden_layers"
+        )
+        heads, sources["num_heads"] = r.get(
+            "n_head", "n_heads", "num_heads", "encoder_attention_heads", "num_attention_heads"
+        )
     except KeyError as err:
         raise ValueError(
             f"config must give {err.args[0]} (the number of layers and of heads; read as {family})"
