@@ -160,7 +160,8 @@ def test_permutation_figure_is_deterministic() -> None:
         ({"dim": 1000}, ValueError, r"dim must be in \[2, 64\]"),
         ({"count": 1}, ValueError, r"count must be in \[2, 40\]"),
         ({"base": 0}, ValueError, "base must be a finite number > 0"),
-        ({"alibi_slope": -1.0}, ValueError, "alibi_slope must be a finite number > 0"),
+        ({"alibi_slope": -1.0}, ValueError, r"alibi_slope: slopes must be finite and >= 0"),
+        ({"alibi_slope": "0.5"}, TypeError, "alibi_slope: slopes must be a torch.Tensor or a real number"),
     ],
 )
 def test_permutation_figure_bad_arguments(kwargs: dict, err: type, msg: str) -> None:
@@ -208,6 +209,10 @@ def test_position_kwargs_put_position_in_three_places() -> None:
     assert bias.shape == (4, 4) and bias[3, 0].item() == -0.75 and bias[0, 3].item() == -0.75
     with pytest.raises(ValueError, match="method must be one of"):
         position_kwargs("learned", 5, 8)
+    # slope 0 is allowed, as posviz.alibi.check_slopes allows it: no bias at all
+    assert position_kwargs("alibi", 4, 8, alibi_slope=0)["bias"].abs().max().item() == 0.0
+    with pytest.raises(ValueError, match=r"alibi_slope: slopes must be finite and >= 0"):
+        position_kwargs("alibi", 4, 8, alibi_slope=float("inf"))
     with pytest.raises(ValueError, match="dim must be a positive even integer"):
         position_kwargs("sinusoidal", 5, 7)
 

@@ -109,7 +109,7 @@ def test_a_bad_value_shows_a_message_and_keeps_the_picture() -> None:
         ({"temperature": 0.0}, ValueError, "temperature must be a finite number > 0"),
         ({"method": "learned"}, ValueError, "method must be one of"),
         ({"length": 0}, ValueError, r"length must be in \[1, 512\]"),
-        ({"method": "alibi", "slope": 0.0}, ValueError, "alibi_slope must be a finite number > 0"),
+        ({"method": "alibi", "slope": -0.5}, ValueError, r"alibi_slope: slopes must be finite and >= 0"),
     ],
 )
 def test_attention_state_bad_arguments(kwargs: dict, err: type, msg: str) -> None:
@@ -117,3 +117,13 @@ def test_attention_state_bad_arguments(kwargs: dict, err: type, msg: str) -> Non
     values.update(kwargs)
     with pytest.raises(err, match=msg):
         attention_state(**values)
+
+
+def test_alibi_slope_zero_is_attention_without_position() -> None:
+    """The explorer takes the slopes posviz.alibi.check_slopes takes: 0 is no bias at all."""
+    values = {"length": 6, "dim": 4, "seed": 3, "temperature": 1.0, "base": 1e4}
+    none = attention_state(method="none", slope=0.5, **values)
+    flat = attention_state(method="alibi", slope=0.0, **values)
+    tilted = attention_state(method="alibi", slope=0.5, **values)
+    np.testing.assert_allclose(np.asarray(flat.weights), np.asarray(none.weights), rtol=0, atol=0)
+    assert not np.allclose(np.asarray(tilted.weights), np.asarray(none.weights))

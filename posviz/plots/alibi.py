@@ -66,7 +66,7 @@ def _views_with_layout(fig: go.Figure, layouts: Sequence[Mapping[str, Any]]) -> 
 def alibi_slopes_figure(
     head_counts: Sequence[int] = tuple(range(2, 17)), *, active_heads: int = 12, mass: float = 0.9
 ) -> go.Figure:
-    """Bars of the slopes :math:`m_h` per head; a slider over the number of heads.
+    r"""Bars of the slopes :math:`\mu_h` per head; a slider over the number of heads.
 
     Bars in blue are the geometric sequence of the nearest lower power of two; orange bars are
     the slopes the authors' rule takes from the next power of two (every other one). The view
@@ -96,10 +96,10 @@ def alibi_slopes_figure(
             for part, name, colour in zip(parts, names, (_BLUE, _ORANGE)):
                 labels = [slope_label(m) for m in slopes[part]]
                 if kind == "slope":
-                    hover = tr("head %{x}<br>mₕ = %{y:.4g} = %{customdata}<extra></extra>")
+                    hover = tr("head %{x}<br>μₕ = %{y:.4g} = %{customdata}<extra></extra>")
                 else:
                     hover = tr(
-                        "head %{x}<br>{percent} window: %{y:.0f} tokens<br>(mₕ = %{customdata})<extra></extra>",
+                        "head %{x}<br>{percent} window: %{y:.0f} tokens<br>(μₕ = %{customdata})<extra></extra>",
                         percent=percent,
                     )
                 out.append(
@@ -145,7 +145,7 @@ def alibi_slopes_figure(
     }
     slope_axis = {
         "yaxis.type": "log",
-        "yaxis.title.text": tr("slope mₕ (log scale)"),
+        "yaxis.title.text": tr("slope μₕ (log scale)"),
         "yaxis.tickvals": powers,
         "yaxis.ticktext": [slope_label(m) for m in powers],
         "yaxis.range": [math.log10(2**-8.5), math.log10(1.0)],
@@ -162,7 +162,7 @@ def alibi_slopes_figure(
         slider_label=tr("number of heads"),
         layout=layout,
         active=head_counts.index(active_heads),
-        views=[(tr("slope mₕ"), [0, 1]), (tr("{percent} window (equal q·k)", percent=percent), [2, 3])],
+        views=[(tr("slope μₕ"), [0, 1]), (tr("{percent} window (equal q·k)", percent=percent), [2, 3])],
     )
     return _views_with_layout(fig, [slope_axis, window_axis])
 
@@ -178,15 +178,15 @@ def _masked(values: torch.Tensor) -> np.ndarray:
 def alibi_bias_figure(num_heads: int = 8, length: int = 12) -> go.Figure:
     """The bias of each head as a heatmap (query ``i`` down, key ``j`` across); a slider over heads.
 
-    Views: the paper's bias :math:`-m_h(i-j)`, the form :math:`+m_h\\,j` of the authors' code and
+    Views: the paper's bias :math:`-\\mu_h(i-j)`, the form :math:`+\\mu_h\\,j` of the authors' code and
     of BLOOM, and the causal attention weights that both give when every :math:`q_i^\\top k_j` is
     equal (:func:`posviz.attention` with zero ``q`` and ``k``). The title reports the largest
     difference between the weights of the two forms. Future keys (``j > i``) are masked (blank).
     """
     slopes = alibi_slopes(num_heads, device=_CPU, dtype=_F64)
-    paper = alibi_bias(num_heads, length, device=_CPU, dtype=_F64)  # -m_h |i - j|
+    paper = alibi_bias(num_heads, length, device=_CPU, dtype=_F64)  # -mu_h |i - j|
     j = torch.arange(length, dtype=_F64)
-    code = (slopes[:, None] * j)[:, None, :].expand(num_heads, length, length)  # +m_h j, every row
+    code = (slopes[:, None] * j)[:, None, :].expand(num_heads, length, length)  # +mu_h j, every row
     zeros = torch.zeros(num_heads, length, 1, dtype=_F64)  # equal q.k: only the bias matters
     w_paper = attention_weights(zeros, zeros, bias=paper, causal=True)
     w_code = attention_weights(zeros, zeros, bias=code, causal=True)
@@ -205,7 +205,7 @@ def alibi_bias_figure(num_heads: int = 8, length: int = 12) -> go.Figure:
                 zmin=-top,
                 zmax=top,
                 colorbar={"title": {"text": tr("bias")}},
-                hovertemplate=hover("−mₕ(i−j) = %{z:.4f}"),
+                hovertemplate=hover("−μₕ(i−j) = %{z:.4f}"),
                 **axis,
                 **common,
             ),
@@ -215,7 +215,7 @@ def alibi_bias_figure(num_heads: int = 8, length: int = 12) -> go.Figure:
                 zmin=-top,
                 zmax=top,
                 colorbar={"title": {"text": tr("bias")}},
-                hovertemplate=hover("mₕ·j = %{z:.4f}"),
+                hovertemplate=hover("μₕ·j = %{z:.4f}"),
                 **axis,
                 **common,
             ),
@@ -234,8 +234,8 @@ def alibi_bias_figure(num_heads: int = 8, length: int = 12) -> go.Figure:
     def title(h: int) -> str:
         diff = float((w_paper[h] - w_code[h]).abs().max())
         return tr(
-            "head {value} of {num_heads}: mₕ = {slope} = {slopes:.4g}<br><sub>max "
-            "|weights(−mₕ(i−j)) − weights(mₕ·j)| = {diff:.1e} (future keys j > i "
+            "head {value} of {num_heads}: μₕ = {slope} = {slopes:.4g}<br><sub>max "
+            "|weights(−μₕ(i−j)) − weights(μₕ·j)| = {diff:.1e} (future keys j > i "
             "masked)</sub>",
             value=h + 1,
             num_heads=num_heads,
@@ -256,8 +256,8 @@ def alibi_bias_figure(num_heads: int = 8, length: int = 12) -> go.Figure:
         slider_label=tr("head"),
         layout=layout,
         views=[
-            (tr("bias −mₕ(i−j) (paper)"), [0]),
-            (tr("bias +mₕ·j (authors' code, BLOOM)"), [1]),
+            (tr("bias −μₕ(i−j) (paper)"), [0]),
+            (tr("bias +μₕ·j (authors' code, BLOOM)"), [1]),
             (tr("weights, equal q·k"), [2]),
         ],
     )
@@ -333,8 +333,8 @@ def alibi_window_figure(
         m = float(slopes[h])
         windows = ", ".join(f"{int(data[n][2][h])} (L = {n})" for n in lengths)
         return tr(
-            "head {value} of {num_heads}, mₕ = {slope}: {percent} window "
-            "{windows}<br><sub>long-row rule ln(10)/mₕ = {value2:.1f}; equal q·k, last query "
+            "head {value} of {num_heads}, μₕ = {slope}: {percent} window "
+            "{windows}<br><sub>long-row rule ln(10)/μₕ = {value2:.1f}; equal q·k, last query "
             "of a row of L keys</sub>",
             value=h + 1,
             num_heads=num_heads,

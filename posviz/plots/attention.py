@@ -19,7 +19,7 @@ import torch
 
 from .._validate import check_even_dim, check_int, check_positive
 from ..absolute import sinusoidal_encoding
-from ..alibi import alibi_bias
+from ..alibi import alibi_bias, check_slopes
 from ..dot_product import attention_scores, attention_weights, self_attention
 from ..i18n import N_, tr, translatable
 from ._sliders import heatmap_trace, slider_figure
@@ -249,8 +249,8 @@ def position_kwargs(
     the three places: ``"none"``; ``"sinusoidal"`` (added to x, :func:`posviz.sinusoidal_encoding`
     with ``base``); ``"rope"`` (rotating q and k, :func:`posviz.apply_rope` with ``base``);
     ``"alibi"`` (biasing the scores, :func:`posviz.alibi_bias` for one head of slope
-    ``alibi_slope``: the symmetric :math:`-m_h |m - n|` form, for attention without a causal
-    mask)."""
+    ``alibi_slope``, a real number >= 0 as :func:`posviz.alibi.check_slopes` allows (0: no bias):
+    the symmetric :math:`-\\mu_h |m - n|` form, for attention without a causal mask)."""
     if method not in METHOD_LABELS:
         raise ValueError(f"method must be one of {list(METHOD_LABELS)}, got {method!r}")
     length = check_int("length", length, minimum=1)
@@ -259,7 +259,11 @@ def position_kwargs(
     if method == "rope":
         return {"rope_base": check_positive("base", base)}
     if method == "alibi":
-        slopes = torch.tensor([check_positive("alibi_slope", alibi_slope)], dtype=dtype)
+        try:  # the library's one slope check, so that the figure accepts what alibi_bias accepts
+            slope, _ = check_slopes(alibi_slope, shape=())
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"alibi_slope: {error}") from None
+        slopes = slope.reshape(1).to(dtype)
         return {"bias": alibi_bias(1, length, slopes=slopes, device="cpu", dtype=dtype)[0]}
     return {}
 

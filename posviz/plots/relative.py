@@ -41,10 +41,12 @@ def clipped_positions_figure(
     clips: Sequence[int] = (0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15),
     active: int = 3,
 ) -> go.Figure:
-    """Shaw et al.'s clipped relative positions for every (query, key) pair; slider: ``k``.
+    r"""Shaw et al.'s clipped relative positions for every (query, key) pair; slider: the clip
+    distance :math:`\kappa` (``clips``; the paper's :math:`k`).
 
-    View buttons switch between this book's sign, ``clip(m - n, -k, k)``, and the paper's index
-    ``clip(n - m, k)`` (key minus query): the same matrix mirrored. Each cell shows its value.
+    View buttons switch between this book's sign, :math:`\operatorname{clip}(m - n, -\kappa, \kappa)`,
+    and the paper's index :math:`\operatorname{clip}(n - m, \kappa)` (key minus query): the same matrix
+    mirrored. Each cell shows its value.
     """
     length = check_int("length", length, minimum=1)
 
@@ -52,20 +54,20 @@ def clipped_positions_figure(
         return tr("query m = %{y}<br>key n = %{x}<br>{what} = %{z}<extra></extra>", what=what)
 
     def traces(k: int) -> list[go.Heatmap]:
-        r = relative_positions(length, max_distance=k, device="cpu")  # clip(m - n, -k, k)
+        r = relative_positions(length, max_distance=k, device="cpu")  # clip(m - n, -kappa, kappa)
         lim = max(k, 1)  # saturate at the clip: every clipped cell gets the darkest colour
         common = {"zmin": -lim, "zmax": lim, "texttemplate": "%{z}", "textfont": {"size": 10}}
         book = heatmap_trace(
             r,
             symmetric=True,
-            hovertemplate=hover(tr("r = clip(m − n, −k, k)")),
+            hovertemplate=hover(tr("r = clip(m − n, −κ, κ)")),
             colorbar={"title": {"text": tr("clipped<br>offset")}},
             **common,
         )
         shaw = heatmap_trace(
             -r,
             symmetric=True,
-            hovertemplate=hover(tr("Shaw's index clip(n − m, k)")),
+            hovertemplate=hover(tr("Shaw's index clip(n − m, κ)")),
             colorbar={"title": {"text": tr("clipped<br>offset")}},
             **common,
         )  # Shaw et al. index by key minus query; the symmetric clip commutes with the sign flip
@@ -75,7 +77,7 @@ def clipped_positions_figure(
         (
             str(k),
             traces(k),
-            {"title.text": tr("Clipped relative position, k = {k}: {value} table rows", k=k, value=2 * k + 1)},
+            {"title.text": tr("Clipped relative position, κ = {clip}: {value} table rows", clip=k, value=2 * k + 1)},
         )
         for k in clips
     ]
@@ -95,10 +97,10 @@ def clipped_positions_figure(
     }
     return slider_figure(
         steps,
-        slider_label=tr("clip distance k"),
+        slider_label=tr("clip distance κ"),
         layout=layout,
         active=active,
-        views=[(tr("this book: clip(m − n, −k, k)"), [0]), (tr("Shaw et al.: clip(n − m, k)"), [1])],
+        views=[(tr("this book: clip(m − n, −κ, κ)"), [0]), (tr("Shaw et al.: clip(n − m, κ)"), [1])],
     )
 
 
@@ -357,7 +359,7 @@ def t5_bucket_table(pairs: Sequence[tuple[int, int]], *, num_buckets: int = 32, 
 def demo_t5_bias_table(num_heads: int = 8, num_buckets: int = 32) -> torch.Tensor:
     """Hand-set (not learned) bidirectional T5 bias values, ``[num_buckets, num_heads]``.
 
-    With ``B = num_buckets // 2`` buckets per direction and ``j`` the bucket's index within its
+    With ``N = num_buckets // 2`` buckets per direction and ``j`` the bucket's index within its
     direction (``0`` for the query itself): head 0 has no bias; heads 1 .. H-3 decay both ways,
     ``-s_h j`` with ``s_h = 0.25 * 2^(h-1)``; head H-2 looks back (``-0.5 j`` before, ``-10``
     after); head H-1 looks ahead (the mirror).

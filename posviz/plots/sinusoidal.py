@@ -139,7 +139,7 @@ def sinusoidal_heatmap_figure(
 
 @translatable
 def binary_counter_figure(length: int = 64, bits: int = 6, *, samples_per_position: int = 8) -> go.Figure:
-    r"""Bit :math:`k` of a binary counter as a square wave and its smooth sine; slider over ``k``.
+    r"""Bit :math:`\ell` of a binary counter as a square wave and its smooth sine; slider over :math:`\ell`.
 
     Both come from :func:`posviz.absolute.binary_counter_waves` (square wave at the integer
     positions, the sine on a grid ``samples_per_position`` times finer).
@@ -189,7 +189,7 @@ def binary_counter_figure(length: int = 64, bits: int = 6, *, samples_per_positi
     ]
     return slider_figure(
         steps,
-        slider_label=tr("bit k"),
+        slider_label=tr("bit ℓ"),
         layout={
             "height": 440,
             "font": _FONT,
@@ -300,11 +300,11 @@ def sinusoidal_similarity_figure(
     active_base: float = 10000.0,
     decimals: int = 4,
 ) -> go.Figure:
-    r"""Cosine similarity of :math:`PE(p)` and :math:`PE(p+k)` against ``k``, one line per ``d``.
+    r"""Cosine similarity of :math:`PE(p)` and :math:`PE(p+\delta)` against :math:`\delta`, one line per ``d``.
 
     Each line is :func:`posviz.sinusoidal_offset_similarity` divided by its value at
-    :math:`k = 0`, :math:`\lVert PE(p)\rVert^2 = d/2`, so that lines of different :math:`d` share
-    one scale: :math:`\tfrac{2}{d}\sum_i \cos k\theta_i \in [-1, 1]`. Slider over the base.
+    :math:`\delta = 0`, :math:`\lVert PE(p)\rVert^2 = d/2`, so that lines of different :math:`d` share
+    one scale: :math:`\tfrac{2}{d}\sum_i \cos \delta\theta_i \in [-1, 1]`. Slider over the base.
     """
     active = _active(bases, active_base, "active_base")
     k = torch.arange(-max_offset, max_offset + 1, dtype=torch.float64)
@@ -318,7 +318,7 @@ def sinusoidal_similarity_figure(
                 mode="lines",
                 line={"width": 1.6, "color": colors[n % len(colors)]},
                 name=f"d = {d}",
-                hovertemplate=tr("d = {d}<br>k = %{x}<br>cosine similarity = %{y:.3f}<extra></extra>", d=d),
+                hovertemplate=tr("d = {d}<br>δ = %{x}<br>cosine similarity = %{y:.3f}<extra></extra>", d=d),
             )
             for n, d in enumerate(dims)
         ]
@@ -329,7 +329,7 @@ def sinusoidal_similarity_figure(
             lambda base=base: traces(base),
             {
                 "title.text": tr(
-                    "PE(p) · PE(p + k) / (d/2), the same for every p; base = {base}", base=_base_label(base)
+                    "PE(p) · PE(p + δ) / (d/2), the same for every p; base = {base}", base=_base_label(base)
                 )
             },
         )
@@ -345,7 +345,7 @@ def sinusoidal_similarity_figure(
             "margin": {"t": 90},
             "title": {"x": 0.5},
             "legend": {"orientation": "h", "x": 0.5, "xanchor": "center", "y": 1.0, "yanchor": "bottom"},
-            "xaxis": {"title": {"text": tr("offset k (positions; negative: the other vector comes first)")}},
+            "xaxis": {"title": {"text": tr("offset δ (positions; negative: the other vector comes first)")}},
             "yaxis": {"title": {"text": tr("cosine similarity")}, "range": [-0.85, 1.05]},
         },
     )

@@ -71,7 +71,7 @@ def _state(num_heads: int, head: int, length: int, scale: float, mass: float, sh
     lowest = float(m) * (n - 1)
     weights = alibi_distance_weights(m[0], length).numpy()
     window = int(alibi_effective_window(m[0], mass, length))
-    rule = f"ln(10)/mₕ ≈ {math.log(10) / float(m):.1f}" if float(m) > 0 else tr("mₕ = 0: uniform")
+    rule = f"ln(10)/μₕ ≈ {math.log(10) / float(m):.1f}" if float(m) > 0 else tr("μₕ = 0: uniform")
     ticks = list(range(n))
     others = _other_heads(slopes, head, length)
     return [
@@ -87,7 +87,7 @@ def _state(num_heads: int, head: int, length: int, scale: float, mass: float, sh
         {
             "x": np.arange(length),
             "y": weights,
-            "name": tr("weight a(δ), mₕ = {slope}", slope=slope_label(float(m))),
+            "name": tr("weight a(δ), μₕ = {slope}", slope=slope_label(float(m))),
         },
         {
             "x": [window, window],
@@ -108,7 +108,7 @@ def alibi_explorer(
 ) -> Explorer:
     """Sliders: number of heads, head, row length ``L`` and a factor on the paper's slopes.
 
-    Left: the bias :math:`-m_h(i-j)` of the chosen head on the first ``shown`` positions (future
+    Left: the bias :math:`-\\mu_h(i-j)` of the chosen head on the first ``shown`` positions (future
     keys blank). Right: the weights :math:`a(\\delta)` that the bias alone gives the last query
     of a row of ``L`` keys (:func:`posviz.alibi.alibi_distance_weights`, log scale) and the window
     holding ``mass`` of them (:func:`posviz.alibi.alibi_effective_window`), over the same weights

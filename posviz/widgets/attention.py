@@ -184,7 +184,7 @@ def attention_explorer(
 ) -> Explorer:
     """Sliders for the length ``L``, the dimension ``d``, the seed, the temperature ``T`` (scores
     divided by ``T·√d``), the base of the sinusoidal encoding and RoPE (θᵢ = base^(−2i/d): θ names
-    the frequencies, not the base), and ALiBi's slope mₕ; a dropdown for the position method (none,
+    the frequencies, not the base), and ALiBi's slope μₕ; a dropdown for the position method (none,
     sinusoidal, RoPE, ALiBi).
 
     Left: the attention weights :math:`a_{mn}`. Right: ``Attn(πx) - π·Attn(x)`` for a random
