@@ -77,6 +77,9 @@ HUB = {
                "attn_config": {"alibi": True, "alibi_bias_max": 8}},
     "t5-small": {"model_type": "t5", "d_model": 512, "d_kv": 64, "num_heads": 8, "num_layers": 6,
                  "relative_attention_num_buckets": 32, "relative_attention_max_distance": 128},
+    "opus-mt-en-de": {"model_type": "marian", "d_model": 512, "encoder_layers": 6, "decoder_layers": 6,
+                      "encoder_attention_heads": 8, "decoder_attention_heads": 8, "max_position_embeddings": 512,
+                      "scale_embedding": True},
     "opt-125m": {"model_type": "opt", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
                  "max_position_embeddings": 2048},
 }
