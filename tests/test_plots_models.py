@@ -137,7 +137,7 @@ def _cards() -> dict:
 
 
 def _row(table: str, name: str) -> list[str]:
-    (line,) = [ln for ln in table.splitlines() if f"({name})" in ln]
+    (line,) = [ln for ln in table.splitlines() if f"({name})`" in ln]
     return [cell.strip() for cell in line.strip("|").split("|")]
 
 
@@ -152,7 +152,7 @@ def test_family_table_reads_every_cell_from_the_card() -> None:
     assert len(table.splitlines()) == 2 + rope_count and len(others.splitlines()) == 2 + len(cards) - rope_count
     # model, pairing, base, share, scaling, position-free layers, context
     assert _row(table, "llama-3.1-8b") == [
-        "Llama (llama-3.1-8b)", "half", "500000", "100% (128/128)", "llama3, s = 8, from L = 8192", "none", "131072"]
+        "`Llama (llama-3.1-8b)`", "half", "500000", "100% (128/128)", "llama3, s = 8, from L = 8192", "none", "131072"]
     assert _row(table, "gpt-j-6b")[1:4] == ["interleaved", "10000", "25% (64/256)"]
     assert _row(table, "pythia-70m")[3] == "25% (16/64)"
     assert _row(table, "gemma-3-4b")[2] == "local: 10000; global: 1000000"
@@ -163,7 +163,7 @@ def test_family_table_reads_every_cell_from_the_card() -> None:
     assert _row(table, "deepseek-v3")[1] == "interleaved"
     assert _row(table, "deepseek-v3")[3] == "33% (64/192), one key head shared"
     assert _row(table, "gpt-oss-20b")[4] == "YaRN, s = 32, from L = 4096"
-    assert _row(others, "opt-125m") == ["OPT (opt-125m)", "learned table, 2050 rows, offset 2", "2048"]
+    assert _row(others, "opt-125m") == ["`OPT (opt-125m)`", "learned table, 2050 rows, offset 2", "2048"]
     assert _row(others, "mpt-7b")[1] == "ALiBi, MPT slopes (alibi_bias_max = 8)"
     assert _row(others, "bloom-560m")[2] == "none in the config"
     assert _row(others, "t5-small")[1] == "T5 buckets (32, up to distance 128), table in layer 0"

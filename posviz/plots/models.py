@@ -470,7 +470,7 @@ def family_row(name: str, card: Any) -> list[str]:
     pairing, base(s), rotated share, scaling, position-free layers, context; the others: model,
     method, context."""
     context = _num(card.max_position_embeddings) if card.max_position_embeddings else tr("none in the config")
-    model = f"{card.family} ({name})"
+    model = f"`{card.family} ({name})`"  # names, in code: the same in every edition
     if card.rope is None:
         if card.alibi is not None:
             method = tr("ALiBi, MPT slopes (alibi_bias_max = {m})", m=_num(card.alibi.alibi_bias_max)) if (
