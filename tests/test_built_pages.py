@@ -7,6 +7,7 @@ notebook renderer's CommonMark has no tables), and a role that fails to resolve 
 
 from __future__ import annotations
 
+import functools
 import html
 import os
 import re
@@ -181,9 +182,8 @@ def test_every_equation_is_in_the_chinese_twin(page: Path) -> None:
 
 
 # Names stay in Latin letters on a Chinese page: the lab's method ids (results.json's keys, quoted
-# as `none` in the Chinese prose), libraries, function names of formulas, and any word with a
-# capital or a digit (RoPE, ALiBi, T5, CPU, MiB).
-METHOD_IDS = ("none", "sinusoidal", "learned", "shaw", "t5", "rope", "alibi", "rope-pi", "rope-ntk")
+# as `none` in the Chinese prose), the released models' ids, posviz's functions, libraries,
+# function names of formulas, units, and any word with a capital or a digit (RoPE, T5, MiB, gpt-2).
 FORMULA_NAMES = ("max", "min", "softmax", "ln", "log", "exp", "sin", "cos", "clip", "argmax")
 UNITS = ("ms", "nat", "nats", "px")
 UI_SKIP = "pre, code, script, style, mjx-container, .math, .bibliography, .citation, .cite"
@@ -214,13 +214,20 @@ def _ui_texts(page: Path) -> list[str]:
     return [IDENTIFIER.sub(" ", QUOTED.sub(" ", " ".join(t.split()))) for t in texts]
 
 
+@functools.cache
+def _ids() -> frozenset[str]:
+    from posviz.lab.model import ALL_METHODS
+    from posviz.models.released import RELEASED
+
+    models = {*RELEASED, *(re.sub(r"-[\w.]*\d[\w.]*$", "", name) for name in RELEASED)}  # gpt-oss-20b, gpt-oss
+    return frozenset({*ALL_METHODS, *models, *FORMULA_NAMES, *UNITS, *posviz.__all__})
+
+
 def _latin_words(text: str) -> list[str]:
     return [
         w
-        for w in re.findall(r"[A-Za-z][A-Za-z'-]*[A-Za-z]", text)
-        if not re.search(r"[A-Z0-9]", w)
-        and w not in (*METHOD_IDS, *FORMULA_NAMES, *UNITS, *posviz.__all__)
-        and not NAMES.match(w)
+        for w in re.findall(r"[A-Za-z][A-Za-z0-9'-]*[A-Za-z0-9]", text)
+        if not re.search(r"[A-Z0-9]", w) and w not in _ids() and not NAMES.match(w)
     ]
 
 
