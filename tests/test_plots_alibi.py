@@ -93,7 +93,7 @@ def test_bias_figure_holds_the_bias_and_the_weights():
         z = _as_array(_step_data(fig, h)["z"][0]).reshape(10, 10)
         np.testing.assert_allclose(z[~future], bias[h][~future])
         assert np.all(np.isnan(z[future]))
-        # the m*j form: every row is m_h * j
+        # the m*j form: every row is mu_h * j
         z_code = _as_array(_step_data(fig, h)["z"][1]).reshape(10, 10)
         slope = float(posviz.alibi_slopes(8, device="cpu", dtype=torch.float64)[h])
         np.testing.assert_allclose(z_code[~future], (slope * np.arange(10)[None, :].repeat(10, 0))[~future])
