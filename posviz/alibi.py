@@ -98,7 +98,7 @@ def alibi_bias(
 
     Each value is :math:`-\mu_h \delta` computed in float64 for every distance :math:`\delta` that
     occurs (``query_len + key_len - 1`` of them per head) and rounded once to ``dtype``
-    (:func:`posviz._validate.round_once`); the ``[num_heads, query_len, key_len]`` result is
+    (``posviz._validate.round_once``); the ``[num_heads, query_len, key_len]`` result is
     that small table laid out by :math:`\delta = |i - j|` (a copy, no arithmetic).
     """
     num_heads = check_int("num_heads", num_heads, minimum=1)

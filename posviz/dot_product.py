@@ -214,7 +214,7 @@ def attention_weights(
 
     The weights of :func:`attention`, for drawing an attention map without values. Arguments as
     in :func:`attention_scores`. A row whose every key is hidden (by a boolean mask, ``causal``,
-    a :math:`-\infty` bias or several together) is all zeros (:func:`masked_softmax`).
+    a :math:`-\infty` bias or several together) is all zeros (``masked_softmax``).
     """
     q, k = check_inputs(q, k)
     return _weights(q, k, bias, causal, scale)
@@ -248,15 +248,15 @@ def attention(
             broadcasts to ``[..., Lq, Lk]``; moved to ``q``'s device if it is elsewhere.
         causal: ``True`` or ``False``: mask future keys: query ``m`` sees keys ``0..m`` (top-left
             aligned, as ``torch.nn.functional.scaled_dot_product_attention(is_causal=True)``).
-
-    One mask rule for every attention path (:func:`masked_softmax`): a query whose every score is
-    :math:`-\infty` (every key hidden by the mask, by ``causal``, by a :math:`-\infty` float bias,
-    or by several together) gets zero weights, a zero output and zero gradients, as in SDPA.
-    ``v``'s batch dimensions broadcast with the weights'.
         scale: multiplier of :math:`QK^\top` (default :math:`1/\sqrt{d}`).
 
     Returns:
         ``(output, weights)``: ``output`` is ``[..., Lq, dv]``, ``weights`` is ``[..., Lq, Lk]``.
+
+    One mask rule for every attention path (``posviz.dot_product.masked_softmax``): a query whose
+    every score is :math:`-\infty` (every key hidden by the mask, by ``causal``, by a
+    :math:`-\infty` float bias, or by several together) gets zero weights, a zero output and zero
+    gradients, as in SDPA. ``v``'s batch dimensions broadcast with the weights'.
     """
     q, k = check_inputs(q, k)
     causal = check_causal(causal)

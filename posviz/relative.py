@@ -188,7 +188,7 @@ class ShawRelativePosition(nn.Module):
         """Attention with relative keys/values. ``q``: ``[..., Lq, d]``, ``k, v``: ``[..., Lk, d]``
         (one dtype and device). ``bias``: added to the scores, or a boolean mask (True = may
         attend); ``bias`` and ``causal`` follow :func:`posviz.attention`'s one mask rule
-        (:func:`posviz.dot_product.masked_softmax`): a query whose every key is hidden gets zero
+        (``posviz.dot_product.masked_softmax``): a query whose every key is hidden gets zero
         weights and a zero output (its relative values included), not NaN.
 
         Returns ``(output [..., Lq, d], weights [..., Lq, Lk])``.
