@@ -249,7 +249,7 @@ def position_kwargs(
     the three places: ``"none"``; ``"sinusoidal"`` (added to x, :func:`posviz.sinusoidal_encoding`
     with ``base``); ``"rope"`` (rotating q and k, :func:`posviz.apply_rope` with ``base``);
     ``"alibi"`` (biasing the scores, :func:`posviz.alibi_bias` for one head of slope
-    ``alibi_slope``, a real number >= 0 as :func:`posviz.alibi.check_slopes` allows (0: no bias):
+    ``alibi_slope``, a real number >= 0 as ``posviz.alibi.check_slopes`` allows (0: no bias):
     the symmetric :math:`-\\mu_h |m - n|` form, for attention without a causal mask)."""
     if method not in METHOD_LABELS:
         raise ValueError(f"method must be one of {list(METHOD_LABELS)}, got {method!r}")
