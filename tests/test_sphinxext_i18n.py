@@ -81,7 +81,8 @@ def _build(
         f"extensions = {list(extensions)!r}\nmyst_enable_extensions = ['dollarmath', 'amsmath']\n"
         f"html_theme = 'basic'\nlocale_dirs = ['locale']\ngettext_compact = False\nnb_execution_mode = 'off'\n"
         f"posviz_mathjax_dir = {str(tmp_path / 'mathjax')!r}\nposviz_plotly_js = {str(PLOTLY_JS)!r}\n{conf}"
-        + ("source_suffix = {'.md': 'myst-nb'}\n" if "myst_nb" in extensions else "")
+        # (always set: an earlier build in this process may have changed Sphinx's shared default)
+        + f"source_suffix = {{'.md': {'myst-nb' if 'myst_nb' in extensions else 'markdown'!r}}}\n"
     )
     (src / "index.md").write_text(page)
     for path, text in (files or {}).items():
