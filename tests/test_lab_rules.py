@@ -246,10 +246,11 @@ def test_merge_refuses_another_configuration_torch_or_method(target, rerun):
     other["config"]["train"]["steps"] = 5
     with pytest.raises(RerunMismatch, match="train"):
         merge_rerun(target, other)
-    other = copy.deepcopy(rerun)
-    other["machine"]["torch"] = "0.0.0"
-    with pytest.raises(RerunMismatch, match="torch build"):
-        merge_rerun(target, other)
+    for key, value in (("torch", "0.0.0"), ("torch_threads", 2), ("cpu", "another CPU")):
+        other = copy.deepcopy(rerun)
+        other["machine"][key] = value
+        with pytest.raises(RerunMismatch, match=f"this machine's {key} is"):
+            merge_rerun(target, other)
     with pytest.raises(RerunMismatch, match="rope and its variants only"):
         check_mergeable_config(tiny_cfg(["alibi", "rope"]).to_dict(), target)
     check_mergeable_config(tiny_cfg(["rope-dynamic"], device="cpu").to_dict(), target)  # where it runs: free
@@ -296,6 +297,12 @@ def test_cli_merge_into_a_file_and_its_errors(tmp_path, capsys):
     assert "nope.json" in capsys.readouterr().err
     assert main(["--methods", "rope", "--publish", "--merge-into", str(target)]) == 2
     assert "cannot be combined" in capsys.readouterr().err
+    elsewhere = json.loads(target.read_text())
+    elsewhere["machine"]["cpu"] = "a CPU this is not"
+    other = tmp_path / "elsewhere.json"
+    save_results(elsewhere, other)
+    assert main([*TINY_FLAGS, "--methods", "rope", "--merge-into", str(other)]) == 2
+    assert "this machine's cpu is" in capsys.readouterr().err
     # a file the rerun does not reproduce: nothing merged, the file unchanged
     tampered = json.loads(target.read_text())
     tampered["methods"]["rope"]["seeds"][0]["perplexity"][1] *= 1.001

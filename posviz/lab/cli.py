@@ -343,12 +343,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return fail(str(err))
     target = code = None
     if args.merge_into is not None:
-        from .merge import RerunMismatch, check_mergeable_config, code_version, merge_rerun
-        from .results import load_results
+        from .merge import RerunMismatch, check_mergeable_config, check_same_arithmetic, code_version, merge_rerun
+        from .results import load_results, machine_info
 
         try:
             target = load_results(args.merge_into)
             check_mergeable_config(cfg.to_dict(), target)
+            here = {**machine_info(torch.device(device)), "torch_threads": torch.get_num_threads()}
+            check_same_arithmetic(here, target)  # before training: a rerun elsewhere cannot reproduce the file
         except (ValueError, OSError) as err:  # RerunMismatch and json errors are ValueErrors
             return fail(f"--merge-into {args.merge_into}: {err}")
         code = code_version()  # the code that runs, taken before it runs

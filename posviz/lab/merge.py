@@ -30,7 +30,15 @@ from .config import RUNTIME_FIELDS
 from .model import ALL_METHODS, ROPE_VARIANTS
 from .results import paired_summary, validate_results
 
-__all__ = ["MERGEABLE", "RerunMismatch", "check_mergeable_config", "code_version", "merge_rerun"]
+__all__ = [
+    "MERGEABLE",
+    "SAME_ARITHMETIC",
+    "RerunMismatch",
+    "check_mergeable_config",
+    "check_same_arithmetic",
+    "code_version",
+    "merge_rerun",
+]
 
 MERGEABLE = ("rope", *ROPE_VARIANTS)
 """The methods a merge may run: ``rope`` and its evaluation-time variants."""
@@ -73,6 +81,26 @@ def check_mergeable_config(config: dict, target: dict) -> None:
         )
 
 
+SAME_ARITHMETIC = ("torch", "torch_threads", "cpu")
+"""The machine fields identical numbers need: the torch build, its thread count and the CPU model
+(its BLAS kernels: a float32 rounding difference in one step grows over 400 training steps; a
+rerun on an Intel Xeon of a run made on an AMD EPYC matched it for ten steps, then drifted, and
+ended up to 9% away in perplexity)."""
+
+
+def check_same_arithmetic(machine: dict, target: dict) -> None:
+    """Raise :class:`RerunMismatch` unless ``machine`` (a results file's ``machine`` record, or
+    :func:`posviz.lab.results.machine_info`'s) has ``target``'s :data:`SAME_ARITHMETIC` fields."""
+    for key in SAME_ARITHMETIC:
+        mine, theirs = machine.get(key), target["machine"].get(key)
+        if mine != theirs:
+            raise RerunMismatch(
+                f"this machine's {key} is {mine!r}, the file's {theirs!r}: identical numbers need the same torch "
+                "build, thread count and CPU model (a rerun elsewhere diverges from the file in the last bits "
+                "first, then in the perplexities)"
+            )
+
+
 def code_version(root: str | Path | None = None) -> dict:
     """``{"git_commit": HEAD or None, "dirty_paths": [uncommitted changes under posviz/]}`` of the
     repository holding this package (None and [] outside a git checkout)."""
@@ -106,22 +134,17 @@ def _first_difference(old: dict, new: dict, name: str, lengths: list[int]) -> st
 def merge_rerun(target: dict, rerun: dict, *, code: dict | None = None) -> dict:
     """``target`` with the rows of ``rerun`` it lacks added (a new dictionary; see the module).
 
-    Raises :class:`RerunMismatch` when ``rerun`` ran another configuration, another corpus or
-    torch build or thread count, a method outside :data:`MERGEABLE`, or when a row both hold
-    differs in any perplexity; ``ValueError`` when either fails :func:`posviz.lab.results.validate_results`.
+    Raises :class:`RerunMismatch` when ``rerun`` ran another configuration, another corpus,
+    torch build, thread count or CPU model (:func:`check_same_arithmetic`), a method outside
+    :data:`MERGEABLE`, or when a row both hold differs in any perplexity; ``ValueError`` when
+    either fails :func:`posviz.lab.results.validate_results`.
     """
     validate_results(target)
     validate_results(rerun)
     check_mergeable_config(rerun["config"], target)
     if rerun["data"]["sha256"] != target["data"]["sha256"]:
         raise RerunMismatch("the rerun's data differ from the file's (data.sha256)")
-    for key in ("torch", "torch_threads"):
-        if rerun["machine"].get(key) != target["machine"].get(key):
-            mine, theirs = rerun["machine"].get(key), target["machine"].get(key)
-            raise RerunMismatch(
-                f"the rerun's machine.{key} is {mine!r}, the file's {theirs!r}: "
-                "identical numbers need the same torch build and thread count"
-            )
+    check_same_arithmetic(rerun["machine"], target)
     lengths = target["eval_lengths"]
     shared = [m for m in rerun["method_order"] if m in target["methods"]]
     if "rope" not in shared:
