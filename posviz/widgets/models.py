@@ -142,7 +142,7 @@ def models_explorer(
                                          style=style, layout=layout),
         "context": widgets.SelectionSlider(value=context, options=[2 ** k for k in range(10, 18)],
                                            description=tr("original context L"), style=style, layout=layout),
-        "base": widgets.FloatLogSlider(value=base, base=10, min=3, max=7, step=0.1, description=tr("base b"),
+        "base": widgets.FloatLogSlider(value=base, base=10, min=3, max=7, step=0.1, description=tr("base"),
                                        style=style, layout=layout),
         "dim": widgets.IntSlider(value=dim, min=16, max=256, step=2, description="d", style=style, layout=layout),
     }
