@@ -22,7 +22,7 @@ per-seed perplexity is compared with the baseline's (``none``) of the same seed.
 
 Run it::
 
-    python -m posviz.lab --quick --threads 1      # 94 s of CPU time (measured; 3 min on a busy shared machine)
+    python -m posviz.lab --quick --threads 1      # 71 s of CPU time (measured; 6 min on a busy shared machine)
     python -m posviz.lab --threads 1 --publish    # full: 3 seeds, d=128, 3 layers, 400 steps, lr search
     python -m posviz.lab --threads 1 --methods rope rope-yarn --merge-into posviz/lab/published/extrapolation.json
     python -m posviz.lab --preset gpu             # one GPU, about 10 minutes (an estimate)

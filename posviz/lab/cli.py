@@ -2,7 +2,7 @@
 
 Examples::
 
-    python -m posviz.lab --quick --threads 1      # 94 s of CPU time (measured) -> results/extrapolation-quick/
+    python -m posviz.lab --quick --threads 1      # 71 s of CPU time (measured) -> results/extrapolation-quick/
     python -m posviz.lab --threads 1 --publish    # the full run the book shows (30 runs; 81 min, 1 busy thread)
     python -m posviz.lab --methods rope alibi --seeds 0 1 --train-len 32 --out /tmp/lab
     python -m posviz.lab --replot --out /tmp/lab  # redraw the HTML from /tmp/lab/results.json
@@ -103,8 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--quick",
         action="store_true",
         help="the same as --preset quick: trained at 32 bytes, evaluated at 32-512, d=64, 2 layers, 170 steps "
-        "of 16 windows, 2 seeds, no learning-rate search. Measured with --threads 1: 94 s of CPU time (about "
-        "the wall time on a free core); 3 min 16 s of wall time on a busy shared 2-core machine (load 5-7)",
+        "of 16 windows, 2 seeds, every method (7 trained, 6 rope-* evaluation rows), no learning-rate search. "
+        "Measured with --threads 1: 71 s of CPU time (about the wall time on a free core); 6 min of wall time "
+        "on a busy shared 2-core machine (load about 10)",
     )
     run.add_argument(
         "--preset",
