@@ -150,6 +150,7 @@ def _explorers():
     from posviz.widgets.alibi import alibi_explorer
     from posviz.widgets.attention import attention_explorer
     from posviz.widgets.learned import learned_explorer
+    from posviz.widgets.models import models_explorer
     from posviz.widgets.relative import relative_explorer
     from posviz.widgets.rope import rope_explorer
     from posviz.widgets.sinusoidal import sinusoidal_explorer
@@ -159,6 +160,7 @@ def _explorers():
         "alibi": alibi_explorer,
         "attention": attention_explorer,
         "learned": lambda: learned_explorer(max_lens=(8, 12), dims=(4, 6), seeds=(0,), config=small, max_len=12, dim=6),
+        "models": models_explorer,
         "relative": relative_explorer,
         "rope": rope_explorer,
         "sinusoidal": sinusoidal_explorer,

@@ -219,8 +219,9 @@ def figure_templates() -> dict[Path, list[tuple[str, str, int]]]:
             continue
         # one file per chapter's figures and explorers (posviz.plots.X, posviz.widgets.X; the lab's
         # figures with the lab chapter), the rest (figure descriptions, self-check buttons) in posviz.po
-        if rel.parts[1] in ("plots", "widgets") and rel.stem in CHAPTERS:
-            out.setdefault(Path("figures") / f"{rel.stem}.po", []).extend(found)
+        chapter = rel.stem.split("_")[0]  # posviz.plots.models_tables: the models chapter's too
+        if rel.parts[1] in ("plots", "widgets") and chapter in CHAPTERS:
+            out.setdefault(Path("figures") / f"{chapter}.po", []).extend(found)
         elif rel.parts[1] == "lab":
             out.setdefault(Path("figures") / "extrapolation.po", []).extend(found)
         else:
