@@ -296,13 +296,17 @@ def apply_rope(
         cos, sin = tables
         half = rotary_dim // 2
         x1, x2 = xw[..., :half], xw[..., half:]
-        shape = torch.broadcast_shapes(xw.shape, (*cos.shape[:-1], rotary_dim))
-        out = torch.empty(shape, dtype=work, device=x.device)
-        o1, o2 = out[..., :half], out[..., half:]
-        torch.mul(x1, cos, out=o1)
-        o1.addcmul_(x2, sin, value=-1.0)  # y_i = x_i cos - x_{i+r/2} sin
-        torch.mul(x2, cos, out=o2)
-        o2.addcmul_(x1, sin)  # y_{i+r/2} = x_i sin + x_{i+r/2} cos
+        if torch.is_grad_enabled() and (xw.requires_grad or cos.requires_grad):
+            # autograd: out= and in-place ops on a fresh buffer are not differentiable
+            out = torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+        else:
+            shape = torch.broadcast_shapes(xw.shape, (*cos.shape[:-1], rotary_dim))
+            out = torch.empty(shape, dtype=work, device=x.device)
+            o1, o2 = out[..., :half], out[..., half:]
+            torch.mul(x1, cos, out=o1)
+            o1.addcmul_(x2, sin, value=-1.0)  # y_i = x_i cos - x_{i+r/2} sin
+            torch.mul(x2, cos, out=o2)
+            o2.addcmul_(x1, sin)  # y_{i+r/2} = x_i sin + x_{i+r/2} cos
     out = out.to(x.dtype)
     if rotary_dim == dim:
         return out

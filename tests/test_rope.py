@@ -451,3 +451,14 @@ def test_odd_head_with_even_rotary_dim():
     x = torch.randn(5, 9, dtype=torch.float64)
     torch.testing.assert_close(posviz.apply_rope(x, rotary_dim=8), partial_formula(x, 10000.0, "interleaved", 8),
                                rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("rotary_dim", [None, 4])
+def test_apply_rope_is_differentiable(layout, rotary_dim):
+    """Gradients flow through both layouts (the half layout's fused out= path is for no-grad inputs
+    only) and equal those of the explicit rotation matrix."""
+    x = torch.randn(2, 5, 8, dtype=torch.float64, requires_grad=True)
+    y = posviz.apply_rope(x, layout=layout, rotary_dim=rotary_dim)
+    torch.testing.assert_close(y.detach(), posviz.apply_rope(x.detach(), layout=layout, rotary_dim=rotary_dim))
+    assert torch.autograd.gradcheck(lambda t: posviz.apply_rope(t, layout=layout, rotary_dim=rotary_dim), (x,))
