@@ -4,7 +4,7 @@ Small causal byte-level Transformer language models, identical except for the po
 (``posviz.lab.model.METHODS``: ``none``, ``sinusoidal``, ``learned``, ``shaw``, ``t5``,
 ``rope``, ``alibi``; plus six evaluation-time rescalings of the trained ``rope`` model, no
 retraining: ``rope-pi``, ``rope-ntk``, ``rope-yarn``, ``rope-yarn-no-temp``, ``rope-dynamic`` and
-``rope-llama3``, :func:`posviz.lab.positions.rope_scaling_config`), are trained on the Python
+``rope-llama3``, ``posviz.lab.positions.rope_scaling_config``), are trained on the Python
 documentation shipped with CPython (``pydoc_data.topics``) at one length :math:`L_{\text{train}}`
 and evaluated on held-out text at :math:`L \in \{1, 2, 4, 8, 16\} \times L_{\text{train}}`, with
 training throughput, peak memory and inference throughput measured in the same run. Every
@@ -36,9 +36,9 @@ optimiser flags, ``--checkpoint-every``/``--resume``: see ``posviz.lab.cli``.
 The full run the book shows ships inside the package (``posviz/lab/published/extrapolation.json``):
 :func:`load_published` reads it, ``--publish`` rewrites it (see ``posviz.lab.cli``; it refuses
 any configuration but the full one, computed in float32 through :func:`posviz.attention`
-without compilation: :func:`posviz.lab.config.check_publishable`).
+without compilation: ``posviz.lab.config.check_publishable``).
 
-Modules: ``posviz.lab.config`` (:class:`LabConfig`, presets, the checks made before a run),
+Modules: ``posviz.lab.config`` (``LabConfig``, presets, the checks made before a run),
 ``posviz.lab.data`` (corpus, splits, windows), ``posviz.lab.overlap`` (shared 64-byte strings),
 ``posviz.lab.model`` (the model), ``posviz.lab.positions`` (the position plug-ins and the RoPE
 rules' mappings), ``posviz.lab.rules`` (what each rule does to the ladder), ``posviz.lab.merge``
@@ -131,8 +131,8 @@ reason in ``cannot_run`` (never a number)::
 *inside the seed spread* when the per-seed differences do not all have the same sign or their
 mean is no larger than their standard deviation (:func:`inside_spread`; ``null`` with one seed). Read a file with
 ``load_results`` (it validates) or :func:`load_published`; tabulate it with
-:func:`perplexity_table`, :func:`paired_table` and :func:`cost_table` (:mod:`posviz.lab.tables`;
-a one-seed difference reads "one seed: no spread", :func:`spread_words`); draw it with
+:func:`perplexity_table`, :func:`paired_table` and :func:`cost_table` (``posviz.lab.tables``;
+a one-seed difference reads "one seed: no spread", ``spread_words``); draw it with
 :func:`perplexity_figure`, :func:`paired_difference_figure`, :func:`perplexity_at_length_figure`,
 :func:`cost_figure` and :func:`inference_at_length_figure`.
 """

@@ -202,8 +202,8 @@ def paired_difference_figure(results: dict, *, methods: list[str] | None = None)
     minus the baseline's with the same seed) against evaluation length: the mean over seeds, bars
     from the smallest to the largest per-seed difference. A filled circle is a difference outside
     the seed spread; an **open** circle one inside it (:func:`posviz.lab.inside_spread`); a cross
-    (:data:`ONE_SEED_SYMBOL`) one measured with a single seed, which has no spread to compare with.
-    The hover text says which, in words (:func:`posviz.lab.tables.spread_words`), and so does the
+    (``ONE_SEED_SYMBOL``) one measured with a single seed, which has no spread to compare with.
+    The hover text says which, in words (``posviz.lab.tables.spread_words``), and so does the
     subtitle. Below 0: better than the baseline.
     """
     validate_results(results)

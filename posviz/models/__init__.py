@@ -58,7 +58,7 @@ def position_card(config: object) -> PositionCard:
             the family; composite configs (``llama4``, ``gemma3``) are read from ``text_config``.
 
     Raises:
-        ValueError: ``config`` has no ``model_type``, or one outside :data:`SUPPORTED_MODEL_TYPES`.
+        ValueError: ``config`` has no ``model_type``, or one outside ``SUPPORTED_MODEL_TYPES``.
     """
     if config is None or isinstance(config, (str, bytes, int, float)):
         raise TypeError(

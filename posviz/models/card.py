@@ -7,7 +7,7 @@ the paper, model card or ``transformers`` config class that documents it).
 
 Its methods apply the scheme:
 
-- RoPE families: :meth:`PositionCard.rotate` (queries and keys as the family's attention module
+- RoPE families: ``PositionCard.rotate`` (queries and keys as the family's attention module
   feeds them to the score);
 - ALiBi and T5 families: :meth:`PositionCard.bias` (the additive score bias);
 - learned tables: :meth:`PositionCard.positions` (the table rows each token reads).
@@ -60,7 +60,7 @@ class TemperatureRule:
     .. math:: \tau_m = 1 + s \cdot \ln\!\big(1 + \lfloor (m + 1) / F \rfloor\big)
 
     with ``attn_scale`` :math:`s` and ``floor_scale`` :math:`F`; the query at position :math:`m`
-    is multiplied by :math:`\tau_m` (:func:`posviz.models.rotate.nope_query_temperature`).
+    is multiplied by :math:`\tau_m` (``posviz.models.rotate.nope_query_temperature``).
     """
 
     floor_scale: float
@@ -88,9 +88,9 @@ class RopeScheme:
         shared_key_head: the key's rotated part is one head broadcast to all heads (MLA).
         temperature: the NoPE-layer query temperature (Llama 4), or ``None``.
         softmax_scale_factor: factor on the score scale :math:`1/\\sqrt{d}` from YaRN's
-            ``mscale_all_dim`` (DeepSeek); it is applied to the score, not in :meth:`rotate`.
+            ``mscale_all_dim`` (DeepSeek); it is applied to the score, not in ``rotate``.
         qk_norm_after_rope: an L2 norm follows the rotation (Llama 4's ``use_qk_norm``); a norm,
-            so :meth:`PositionCard.rotate` leaves it out.
+            so ``PositionCard.rotate`` leaves it out.
     """
 
     layout: Literal["half", "interleaved"]
@@ -114,7 +114,7 @@ class AlibiRule:
 
     Attributes:
         slopes: ``"press"`` (Press et al.'s rule, :func:`posviz.alibi_slopes`: BLOOM, Falcon) or
-            ``"mpt"`` (MPT's rule with ``alibi_bias_max``, :func:`posviz.models.bias.mpt_alibi_slopes`).
+            ``"mpt"`` (MPT's rule with ``alibi_bias_max``, ``posviz.models.bias.mpt_alibi_slopes``).
         alibi_bias_max: MPT's largest exponent (8 gives Press et al.'s slopes); ``None`` otherwise.
         form: ``"key-position"`` (BLOOM, Falcon: :math:`+\\mu_h\\,j`, keys counted from the first
             unpadded token) or ``"key-minus-last"`` (MPT: :math:`\\mu_h\\,(j - (L_k - 1))`).
@@ -288,7 +288,7 @@ class PositionCard:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Queries and keys after the family's position step in layer ``layer``.
 
-        See :func:`posviz.models.rotate.rotate` for the formula and conventions.
+        See ``posviz.models.rotate.rotate`` for the formula and conventions.
         """
         from .rotate import rotate
 
@@ -296,7 +296,7 @@ class PositionCard:
         return rotate(self, q, k, position_ids, layer=self._layer(layer))
 
     def bias(self, query_len: int, key_len: int | None = None, **kwargs: Any) -> torch.Tensor:
-        """The additive score bias of an ALiBi or T5 family; see :func:`posviz.models.bias.card_bias`."""
+        """The additive score bias of an ALiBi or T5 family; see ``posviz.models.bias.card_bias``."""
         from .bias import card_bias
 
         return card_bias(self, query_len, key_len, **kwargs)
@@ -308,13 +308,13 @@ class PositionCard:
         seq_len: int | None = None,
         past_length: int = 0,
     ) -> torch.Tensor:
-        """Row of the learned table each token reads; see :func:`posviz.models.bias.table_positions`."""
+        """Row of the learned table each token reads; see ``posviz.models.bias.table_positions``."""
         from .bias import table_positions
 
         return table_positions(self, attention_mask, seq_len=seq_len, past_length=past_length)
 
     def table(self, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None) -> torch.Tensor:
-        """The fixed sinusoidal table of a sinusoidal family; see :func:`posviz.models.bias.sinusoidal_table`."""
+        """The fixed sinusoidal table of a sinusoidal family; see ``posviz.models.bias.sinusoidal_table``."""
         from .bias import sinusoidal_table
 
         return sinusoidal_table(self, device=device, dtype=dtype)
