@@ -123,9 +123,12 @@ def test_bug_curves_start_where_training_did() -> None:
 
 def test_bug_figure_has_a_view_per_bug() -> None:
     fig = rope_bug_figure(points=24)
-    labels = [b.label for b in fig.layout.updatemenus[0].buttons]
-    assert len(labels) == len(BUGS) + 1
-    assert len(fig.data) == len(BUGS) + 1
+    steps = fig.layout.sliders[0].steps
+    assert len(steps) == len(BUGS) + 1 and len(fig.data) == len(BUGS) + 1
+    drawn = [[len(y) > 0 for y in step.args[0]["y"]] for step in steps]
+    assert drawn[0] == [True] * len(BUGS) + [True]  # "all": every curve
+    for i, row in enumerate(drawn[1:]):  # one bug per step, the context line always
+        assert row == [j == i for j in range(len(BUGS))] + [True]
 
 
 # --- the tables of released models --------------------------------------------------------------

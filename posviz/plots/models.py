@@ -27,7 +27,7 @@ from ..i18n import N_, tr, translatable
 from ..rope import apply_rope
 from ..rope_scaling import ntk_aware_base, rope_attention_factor
 from ._numbers import significant
-from ._sliders import _add_views, slider_figure
+from ._sliders import slider_figure
 from .models_tables import family_row, family_table, spectrum_counts, spectrum_spec, spectrum_table  # re-exported
 
 __all__ = [
@@ -174,7 +174,7 @@ def scaling_rules_figure(
     ]
     layout = {
         "height": 540,
-        "margin": {"t": 120, "b": 60, "l": 70, "r": 200},
+        "margin": {"t": 120, "b": 60, "l": 70, "r": 20},
         "title": {"y": 0.97, "yanchor": "top"},
         "xaxis": {
             "title": {"text": tr("trained wavelength λ<sub>i</sub> = 2π/θ<sub>i</sub> (tokens, log scale)")},
@@ -185,7 +185,7 @@ def scaling_rules_figure(
             "type": "log",
             "range": [math.log10(y_range[0]), math.log10(y_range[1])],
         },
-        "legend": {"x": 1.02, "y": 1, "xanchor": "left", "yanchor": "top"},
+        "legend": {"x": 0.01, "y": 0.02, "xanchor": "left", "yanchor": "bottom", "bgcolor": "rgba(255,255,255,0.8)"},
     }
     return slider_figure(steps, slider_label=tr("factor s"), layout=layout, views=views, active=active)
 
@@ -275,10 +275,10 @@ def rope_spectrum_figure(specs: Sequence[Mapping[str, Any]], *, active: int = 0)
         )
     layout = {
         "height": 500,
-        "margin": {"t": 80, "b": 60, "l": 70, "r": 200},
+        "margin": {"t": 80, "b": 60, "l": 70, "r": 20},
         "xaxis": {"title": {"text": tr("pair index i (0 = fastest)")}},
         "yaxis": {"title": {"text": tr("wavelength (tokens, log scale)")}, "type": "log"},
-        "legend": {"x": 1.02, "y": 1, "xanchor": "left", "yanchor": "top"},
+        "legend": {"x": 0.01, "y": 0.99, "xanchor": "left", "yanchor": "top", "bgcolor": "rgba(255,255,255,0.8)"},
     }
     return slider_figure(steps, slider_label=tr("model"), layout=layout, active=active)
 
@@ -380,35 +380,41 @@ def rope_bug_figure(
 ) -> go.Figure:
     r"""The bugs people hit, computed: :func:`bug_similarity` against the position, one trace per bug.
 
-    Buttons show one bug at a time or all of them. Llama 3.1's head (``dim`` 128, base 500 000,
+    The slider shows all the bugs, then one at a time. Llama 3.1's head (``dim`` 128, base 500 000,
     ``llama3`` factor 8 from 8192 tokens) is the default model.
     """
     max_position = check_int("max_position", max_position, minimum=16)
     positions = torch.unique(torch.logspace(0, math.log10(max_position), points, dtype=torch.float64).round())
-    fig = go.Figure()
-    for bug in BUGS:
-        sim = bug_similarity(bug, positions, dim=dim, base=base, prefill=prefill)
-        fig.add_trace(
+    x = positions.numpy()
+    curves = {
+        bug: significant(bug_similarity(bug, positions, dim=dim, base=base, prefill=prefill).numpy()) for bug in BUGS
+    }
+    hover = tr("position m = %{x:.0f}<br>mean cosine = %{y:.3f}") + "<extra></extra>"
+    legend = tr("prefill length / original context ({prefill})", prefill=prefill)
+
+    def traces(shown: tuple[str, ...]) -> list[go.Scatter]:
+        out = [
             go.Scatter(
-                x=positions.numpy(),
-                y=significant(sim.numpy()),
+                x=x if bug in shown else [],
+                y=curves[bug] if bug in shown else [],
                 mode="lines",
                 line={"color": _BUG_COLORS[bug], "width": 2},
                 name=tr(_BUG_NAMES[bug]),
-                hovertemplate=tr("position m = %{x:.0f}<br>mean cosine = %{y:.3f}") + "<extra></extra>",
+                showlegend=bug in shown,
+                hovertemplate=hover,
             )
-        )
-    legend = tr("prefill length / original context ({prefill})", prefill=prefill)
-    fig.add_trace(_context_line(prefill, (-1.05, 1.05), legend, "dash", True))
-    n = len(BUGS)
-    views = [(tr("all"), list(range(n + 1)))] + [(tr(_BUG_BUTTONS[b]), [i, n]) for i, b in enumerate(BUGS)]
-    fig.update_layout(
-        height=560,
-        margin={"t": 110, "b": 60, "l": 70, "r": 20},
-        title={"text": tr("How much of each key a mistaken rotation keeps (1 = what training saw)"), "y": 0.97},
-        xaxis={"title": {"text": tr("position m (tokens, log scale)")}, "type": "log"},
-        yaxis={"title": {"text": tr("mean cosine of right and wrong key")}, "range": [-1.05, 1.05]},
-        legend={"orientation": "h", "y": -0.16},
-    )
-    _add_views(fig, views)
-    return fig
+            for bug in BUGS
+        ]
+        return [*out, _context_line(prefill, (-1.05, 1.05), legend, "dash", True)]
+
+    steps = [(tr("all"), (lambda: traces(BUGS)))]
+    steps += [(tr(_BUG_BUTTONS[bug]), (lambda bug=bug: traces((bug,)))) for bug in BUGS]
+    layout = {
+        "height": 560,
+        "margin": {"t": 80, "b": 60, "l": 70, "r": 20},
+        "title": {"text": tr("How much of each key a mistaken rotation keeps (1 = what training saw)")},
+        "xaxis": {"title": {"text": tr("position m (tokens, log scale)")}, "type": "log"},
+        "yaxis": {"title": {"text": tr("mean cosine of right and wrong key")}, "range": [-1.05, 1.05]},
+        "legend": {"x": 0.01, "y": 0.02, "xanchor": "left", "yanchor": "bottom", "bgcolor": "rgba(255,255,255,0.8)"},
+    }
+    return slider_figure(steps, slider_label=tr("bug"), layout=layout)
