@@ -10,11 +10,11 @@ Falcon's rotary path.
 
 from __future__ import annotations
 
-import importlib
 import random
 
 import pytest
 import torch
+from test_models_rotate import _capture, _module  # the attention-capture helpers, shared
 
 from posviz.models import position_card
 
@@ -23,22 +23,6 @@ transformers.logging.set_verbosity_error()
 
 ATOL = 1e-5  # float32 angles in transformers, float64 in posviz
 SEEDS = range(4)
-
-
-def _mod(name: str):
-    return importlib.import_module(f"transformers.models.{name}.modeling_{name}")
-
-
-def _capture(monkeypatch, mod, attn, hidden, pe):
-    got = {}
-
-    def recorder(module, query, key, value, attention_mask, **kwargs):
-        got["q"], got["k"] = query.clone(), key.clone()
-        return torch.zeros(query.shape[0], query.shape[2], query.shape[1], value.shape[-1]), None
-
-    monkeypatch.setattr(mod, "eager_attention_forward", recorder)
-    attn(hidden_states=hidden, position_embeddings=pe, attention_mask=None)
-    return got["q"], got["k"]
 
 
 def _pos(rng: random.Random, seq: int, limit: int) -> torch.Tensor:
@@ -86,7 +70,7 @@ def test_gpt_neox_partial_rotary(seed, monkeypatch):
         hidden_size=heads * hd, num_attention_heads=heads, num_hidden_layers=2, max_position_embeddings=64,
         rope_parameters=params,
     ))
-    mod = _mod("gpt_neox")
+    mod = _module("gpt_neox")
     card = _check_cos_sin(monkeypatch, mod, config, mod.GPTNeoXAttention, mod.GPTNeoXRotaryEmbedding, rng, [0, 1],
                           limit=64)
     assert card.rope.rotary_dim == int(hd * share) and card.rope.layout == "half"
@@ -108,7 +92,7 @@ def test_phi3_partial_rotary_and_longrope(seed, monkeypatch):
         hidden_size=heads * hd, num_attention_heads=heads, num_key_value_heads=heads, num_hidden_layers=2,
         max_position_embeddings=64, rope_parameters=params, **extra,
     ))
-    mod = _mod("phi3")
+    mod = _module("phi3")
     card = _check_cos_sin(monkeypatch, mod, config, mod.Phi3Attention, mod.Phi3RotaryEmbedding, rng, [0, 1], limit=60)
     assert card.rope.rotary_dim == rot
     if seed % 2:
@@ -129,7 +113,7 @@ def test_gemma3_local_and_global_bases(seed, monkeypatch):
         rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": local},
                          "full_attention": full_params},
     ))
-    mod = _mod("gemma3")
+    mod = _module("gemma3")
     card = _check_cos_sin(monkeypatch, mod, config, mod.Gemma3Attention, mod.Gemma3RotaryEmbedding, rng,
                           range(6), limit=64, layer_type=True)
     for layer, kind in enumerate(config.layer_types):
@@ -142,7 +126,7 @@ def test_gptj_interleaved_partial(seed, monkeypatch):
     heads, hd = rng.choice((2, 4)), rng.choice((16, 32))
     rot = rng.choice([r for r in (4, 8, 16, 32) if r <= hd])
     config = _eager(transformers.GPTJConfig(n_embd=heads * hd, n_head=heads, n_layer=1, rotary_dim=rot, n_positions=64))
-    mod = _mod("gptj")
+    mod = _module("gptj")
     card = position_card(config)
     assert card == position_card(config.to_dict())
     with torch.no_grad():
@@ -174,7 +158,7 @@ def test_llama4_nope_layers_temperature_and_qk_norm(seed, monkeypatch):
         max_position_embeddings=64, no_rope_layers=flags, floor_scale=rng.choice((2, 3)),
         attn_scale=rng.choice((0.1, 0.5)), use_qk_norm=bool(seed % 3), rope_parameters=params,
     ))
-    mod = _mod("llama4")
+    mod = _module("llama4")
     card = position_card(config)
     assert card == position_card(config.to_dict())
     assert card.rope.nope_layers == tuple(i for i, f in enumerate(flags) if not f)
@@ -216,8 +200,8 @@ def _deepseek(version: int, seed: int):
     )
     if version == 3:
         kwargs |= {"rope_interleave": bool(seed % 3 != 2), "n_group": 1, "topk_group": 1}
-        return rng, _eager(transformers.DeepseekV3Config(**kwargs)), _mod("deepseek_v3")
-    return rng, _eager(transformers.DeepseekV2Config(**kwargs)), _mod("deepseek_v2")
+        return rng, _eager(transformers.DeepseekV3Config(**kwargs)), _module("deepseek_v3")
+    return rng, _eager(transformers.DeepseekV2Config(**kwargs)), _module("deepseek_v2")
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -258,7 +242,7 @@ def test_falcon_rotary_path(seed):
         hidden_size=heads * hd, num_attention_heads=heads, num_hidden_layers=1, alibi=False,
         max_position_embeddings=64, rope_parameters={"rope_type": "default", "rope_theta": rng.choice((1e4, 5e5))},
     )
-    mod = _mod("falcon")
+    mod = _module("falcon")
     card = position_card(config)
     assert card.method == "rope" and card == position_card(config.to_dict())
     q, k = torch.randn(2, heads, 6, hd), torch.randn(2, heads, 6, hd)
