@@ -52,6 +52,20 @@ from .rope_scaling import (
     yarn_mscale,
     yarn_ramp,
 )
+from .vision import (
+    MixedRoPE,
+    SwinRelativeBias,
+    apply_mixed_rope,
+    apply_mrope,
+    axial_rope_2d,
+    mixed_rope_frequencies,
+    mrope_position_ids,
+    patch_positions,
+    relative_position_index_2d,
+    resize_position_table,
+    sinusoidal_encoding_2d,
+    swin_relative_position_index,
+)
 
 __version__ = "0.1.0"
 
@@ -107,6 +121,19 @@ __all__ = [
     # model families' position schemes, read from their configs
     "position_card",
     "PositionCard",
+    # beyond one dimension: image patches, windows, mixed text/image/video sequences (posviz.vision)
+    "patch_positions",
+    "sinusoidal_encoding_2d",
+    "resize_position_table",
+    "axial_rope_2d",
+    "mixed_rope_frequencies",
+    "apply_mixed_rope",
+    "MixedRoPE",
+    "swin_relative_position_index",
+    "relative_position_index_2d",
+    "SwinRelativeBias",
+    "mrope_position_ids",
+    "apply_mrope",
     # attention
     "attention",
     "attention_scores",
