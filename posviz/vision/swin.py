@@ -39,7 +39,7 @@ def swin_relative_position_index(
 
     with patches in row-major order; values in :math:`[0, (2M_h-1)(2M_w-1))`, the centre
     (:math:`i = j`) at :math:`(M_h - 1)(2M_w - 1) + M_w - 1`. Equal to ``transformers``'
-    Swin ``relative_position_index`` (``SwinRelativePositionBias``; square windows in Swin's
+    Swin ``relative_position_index`` (``SwinRelativePositionBias`` in ``SwinAttention``; square windows in Swin's
     config, rectangular ones through its ``(Wh, Ww)`` module).
 
     Args:
