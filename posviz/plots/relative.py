@@ -230,7 +230,7 @@ def transformer_xl_terms_figure(
         steps,
         slider_label=tr("first position s"),
         layout=layout,
-        views=[(tr("absolute: U_m added to E_m"), [0, 1, 2, 3]), (tr("Transformer-XL: R_(m−n)"), [4, 5, 6, 7])],
+        views=[(tr("absolute: Uₘ added to Eₘ"), [0, 1, 2, 3]), (tr("Transformer-XL: R₍ₘ₋ₙ₎"), [4, 5, 6, 7])],
     )
     fig.layout.updatemenus[0].y = 1.07  # above the subplot titles
     return fig
