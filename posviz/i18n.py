@@ -152,6 +152,8 @@ _PLOTLY_PLACEHOLDER = re.compile(r"%\{[^{}]*\}")
 # writes numbers without one (10000), as the Chinese prose does.
 _GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:[,\u202f\u2009\u00a0 ]\d{3})+(?![\d,])")
 _GROUPING_SPEC = re.compile(r"(\{[A-Za-z_]\w*(?:![rsa])?:[^{}]*?)[,_]([^{}]*\})")
+# Comma (thin / no-break space) groups only: a plain space in figure text may be no separator (GPT-3 175B)
+_COMMA_GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:[,\u202f\u2009\u00a0]\d{3})+(?![\d,])")
 UNGROUPED = ("zh_CN",)
 """The languages whose figure text writes numbers without a thousands separator."""
 
@@ -160,9 +162,10 @@ class TranslationWarning(UserWarning):
     """A translation that does not fit its message's fields: the English text is shown instead."""
 
 
-def ungrouped(text: str) -> str:
-    """``text`` with every thousands separator of a number removed (``10,000`` -> ``10000``)."""
-    return _GROUPED.sub(lambda m: re.sub(r"\D", "", m.group(0)), text)
+def ungrouped(text: str, *, spaces: bool = True) -> str:
+    """``text`` with every thousands separator of a number removed (``10,000`` -> ``10000``); with
+    ``spaces=False`` a plain space is kept (in a figure or table it may part two numbers: GPT-3 175B)."""
+    return (_GROUPED if spaces else _COMMA_GROUPED).sub(lambda m: re.sub(r"\D", "", m.group(0)), text)
 
 
 def _format(template: str, fields: Mapping[str, Any], language: str = "en") -> str:
@@ -333,17 +336,21 @@ def translate_figure(figure: dict[str, Any], language: str) -> dict[str, Any]:
     Every text-bearing string in the figure (data, layout, frames, slider steps, button
     arguments; see :data:`TEXT_KEYS`) that holds a recorded English message gets it replaced by
     its translation, longest message first, and only as a whole run of words (never inside a
-    longer word). Ids and enumerated values are left as they are.
+    longer word). Ids and enumerated values are left as they are. In a language of
+    :data:`UNGROUPED` that text loses its comma thousands separators (``11,160`` -> ``11160``) and
+    the layout's ``separators`` becomes ``"."``, so Plotly's own ticks and ``%{y:,}`` group nothing.
     """
     layout = figure.get("layout")
     meta = layout.get("meta") if isinstance(layout, dict) else None
     record = meta.pop(META_KEY, None) if isinstance(meta, dict) else None
     if isinstance(meta, dict) and not meta:
         del layout["meta"]
-    if not record or _normalise(language) == "en":
+    language = _normalise(language)
+    if not record or language == "en":
         return figure
-    table = _translated_record(record, _normalise(language))
-    if not table:
+    table = _translated_record(record, language)
+    plain = language in UNGROUPED  # numbers in plain digits (10000), as the prose writes them
+    if not table and not plain:
         return figure
 
     # a message is replaced only as a whole run of words: not where the text goes on with a letter
@@ -353,14 +360,18 @@ def translate_figure(figure: dict[str, Any], language: str) -> dict[str, Any]:
         end = r"(?![A-Za-z0-9_])" if re.match(r"\w", key[-1]) else ""
         return start + re.escape(key) + end
 
-    pattern = re.compile("|".join(edge(k) for k in sorted(table, key=len, reverse=True)))
+    pattern = re.compile("|".join(edge(k) for k in sorted(table, key=len, reverse=True))) if table else None
+
+    def text(value: str) -> str:
+        value = pattern.sub(lambda m: table[m.group(0)], value) if pattern else value
+        return ungrouped(value, spaces=False) if plain else value
 
     def walk(value: Any, key: str, in_trace: bool) -> Any:
         """``value`` found under ``key`` (the last part of a dotted key) of a dict that is a trace
         (``in_trace``) or not."""
         if isinstance(value, str):
             is_text = key in TEXT_KEYS or (key == "name" and in_trace)
-            return pattern.sub(lambda m: table[m.group(0)], value) if is_text else value
+            return text(value) if is_text else value
         if isinstance(value, list):
             return [walk_dict(v, key in _HOLD_TRACES) if isinstance(v, dict) else walk(v, key, in_trace) for v in value]
         if isinstance(value, dict):
@@ -370,7 +381,10 @@ def translate_figure(figure: dict[str, Any], language: str) -> dict[str, Any]:
     def walk_dict(value: dict[str, Any], is_trace: bool) -> dict[str, Any]:
         return {k: v if k == "meta" else walk(v, k.rsplit(".", 1)[-1], is_trace) for k, v in value.items()}
 
-    return walk_dict(figure, False)
+    translated = walk_dict(figure, False)
+    if plain and isinstance(translated.get("layout"), dict):  # Plotly's own numbers (ticks, %{y:,}): no grouping
+        translated["layout"].setdefault("separators", ".")
+    return translated
 
 
 def messages_in(source: str) -> list[tuple[str, int]]:

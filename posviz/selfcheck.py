@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .i18n import N_, message_of, translate, translate_text
+from .i18n import N_, UNGROUPED, get_language, message_of, translate, translate_text, ungrouped
 
 __all__ = ["MIME", "Choice", "MultipleChoice", "Numeric", "SelfCheck", "self_check"]
 
@@ -203,6 +203,7 @@ class SelfCheck:
     title: str = _WORDS["title"]
     key: str = ""
     words: dict[str, str] = field(default_factory=lambda: dict(_WORDS))
+    language: str | None = None  # the words' language (None: posviz.get_language()); Chinese: 60611
 
     def _id(self) -> str:
         digest = hashlib.sha256(json.dumps([self.key, self.title, [q.prompt for q in self.questions]]).encode())
@@ -233,13 +234,17 @@ class SelfCheck:
         unit = f"<span>{html.escape(q.unit)}</span>" if q.unit else ""
         return (
             f'<fieldset class="self-check" data-kind="numeric" id="{qid}" data-answer="{float(q.answer)!r}" '
-            f'data-tol="{q.tolerance!r}" data-shown="{html.escape(q.shown())}">{legend}'
+            f'data-tol="{q.tolerance!r}" data-shown="{html.escape(self._shown(q))}">{legend}'
             f'<div class="sc-row"><label for="{qid}-in" style="display:inline">'
             f"{html.escape(self.words['answer_label'])}</label>"
             f'<input type="text" inputmode="decimal" autocomplete="off" id="{qid}-in">{unit}{button}'
             f'<button type="button" class="sc-show">{html.escape(self.words["show"])}</button></div>'
             f"<template>{_rich(q.why)}</template>{feedback}</fieldset>"
         )
+
+    def _shown(self, q: Numeric) -> str:
+        """The answer as the page shows it: without a thousands separator in Chinese (60611)."""
+        return ungrouped(q.shown()) if (self.language or get_language()) in UNGROUPED else q.shown()
 
     def _strings(self) -> list[str]:
         out = [self.title]
@@ -295,7 +300,7 @@ class SelfCheck:
         }
         title = data["title"]
         title = translate(title, language) if title == _WORDS["title"] else t(title)
-        return cls(questions, title=title, key=data.get("key", ""), words=words)
+        return cls(questions, title=title, key=data.get("key", ""), words=words, language=language)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         return {"text/html": self._repr_html_(), MIME: self.to_json()}

@@ -81,3 +81,65 @@ def test_the_grouping_option_and_only_it_leaves_the_spec(spec: str, plain: str) 
 )
 def test_glued_text_loses_thousands_separators_only(text: str, plain: str) -> None:
     assert ungrouped_text(text) == plain
+
+
+# --- figures and the lab's tables: the same style (posviz.i18n.translate_figure) ---------------
+
+
+def _bar_figure() -> dict:
+    """A figure as a chapter draws it in English: numbers formatted before they reach the figure."""
+    from posviz.i18n import META_KEY
+
+    record = {"cannot run": ["cannot run", {}], "tokens/s": ["tokens/s", {}]}
+    return {
+        "data": [
+            {
+                "type": "bar",
+                "x": ["1,024", "8,192"],
+                "text": ["11,160", "cannot run"],
+                "hovertext": ["rope, L = 1,024: 11,160 tokens/s", "GPT-3 175B"],
+                "hovertemplate": "%{y:,} tokens/s",
+                "uid": "a,123",  # an id, never text
+            }
+        ],
+        "layout": {"meta": {META_KEY: record}, "xaxis": {"categoryarray": ["1,024", "8,192"]}},
+    }
+
+
+def test_chinese_figures_write_numbers_in_plain_digits() -> None:
+    from posviz.i18n import translate, translate_figure
+
+    zh = translate_figure(_bar_figure(), "zh_CN")
+    trace = zh["data"][0]
+    assert trace["text"] == ["11160", translate("cannot run", "zh_CN")]
+    assert trace["x"] == zh["layout"]["xaxis"]["categoryarray"] == ["1024", "8192"]  # categories stay matched
+    assert trace["hovertext"][0].startswith("rope, L = 1024: 11160 ") and trace["hovertext"][1] == "GPT-3 175B"
+    assert trace["uid"] == "a,123" and trace["hovertemplate"].startswith("%{y:,}")
+    assert zh["layout"]["separators"] == "."  # Plotly's own numbers (ticks, %{y:,}) ungrouped too
+
+
+def test_english_figures_keep_their_separators() -> None:
+    from posviz.i18n import translate_figure
+
+    en = translate_figure(_bar_figure(), "en")
+    assert en["data"][0]["text"] == ["11,160", "cannot run"] and "separators" not in en["layout"]
+
+
+def test_the_lab_tables_read_plain_digits_in_chinese() -> None:
+    from posviz.i18n import recording, tr
+    from posviz.lab.tables import Table
+
+    with recording() as record:
+        markdown = f"| method | params | inference |\n|---|--:|--:|\n| rope | {627840:,} | {tr('cannot run')} |\n"
+    table = Table(markdown, record)
+    zh, en = table.translated("zh_CN"), table.translated("en")
+    assert "| 627840 |" in zh and tr("cannot run") not in zh  # translated, and plain digits
+    assert "| 627,840 |" in en
+
+
+def test_a_self_checks_answer_reads_plain_digits_in_chinese() -> None:
+    from posviz.selfcheck import Numeric, SelfCheck, self_check
+
+    data = self_check(Numeric("How many?", answer=786432, why="L × d")).to_json()
+    assert 'data-shown="786432"' in SelfCheck.from_json(data, "zh_CN")._repr_html_()
+    assert 'data-shown="786,432"' in SelfCheck.from_json(data, "en")._repr_html_()

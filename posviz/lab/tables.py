@@ -7,7 +7,8 @@ Every header and word of a table goes through :func:`posviz.i18n.tr`, so a table
 English, can render it in the edition's language (:func:`translate_markdown`). In a notebook it
 displays as Markdown, with the record in the output's metadata (``posviz_i18n``).
 
-Numbers are formatted the same in every language; ``cannot run`` (a length past the learned table)
+Numbers are formatted the same in every language, except that Chinese writes them without a
+thousands separator (627840, as its prose does); ``cannot run`` (a length past the learned table)
 is a word, never a number; a paired difference *inside the seed spread*
 (:func:`posviz.lab.inside_spread`) is marked, and so is a paired difference with one seed, which
 has no spread to be inside or outside of (:func:`spread_words`).
@@ -19,7 +20,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from ..i18n import META_KEY, get_language, recording, tr, translate_figure
+from ..i18n import META_KEY, UNGROUPED, get_language, recording, tr, translate_figure, ungrouped
 from .results import validate_results
 
 __all__ = [
@@ -88,6 +89,8 @@ def _table(function: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Table:
         with recording() as record:
             text = function(*args, **kwargs)
+        if get_language() in UNGROUPED:  # plain digits (627840), as translate_markdown writes them
+            text = ungrouped(text, spaces=False)
         return Table(text, record if get_language() == "en" else None)
 
     return wrapper  # type: ignore[return-value]
