@@ -324,3 +324,36 @@ def test_citations_read_chinese_in_chinese_and_english_in_english(page: Path) ->
     if any("et al." in c for c in english):
         assert any("等人" in c for c in chinese), f"{page.name}: no citation in Chinese form: {chinese[:4]}"
         assert not any("等人" in c for c in english)
+
+
+# Numbers: the Chinese edition writes them in plain digits (8192, 10000: the glossary's and the
+# preface's style), English with commas (8,192). Glued values, figure descriptions, the tables
+# posviz prints and self-check answers included; code, math, citations and docstrings left out.
+GROUPED_NUMBER = re.compile(r"\d,\d{3}(?!\d)")
+NUMBER_SKIP = (
+    "pre, code, script, style, mjx-container, .math, dl.py, .bibliography, .citation, .cite, nav.bd-links, .docstrings"
+)
+
+
+def _grouped_numbers(page: Path) -> list[str]:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    main = soup.select_one("main") or soup
+    shown = [q.get("data-shown", "") for q in main.select("fieldset[data-shown]")]
+    for node in main.select(NUMBER_SKIP):
+        node.decompose()
+    text = " ".join(main.get_text(" ").split())
+    return [text[max(0, m.start() - 24) : m.end() + 6] for m in GROUPED_NUMBER.finditer(text)] + [
+        f"self-check answer {v}" for v in shown if GROUPED_NUMBER.search(v)
+    ]
+
+
+def test_the_number_check_sees_thousands_separators() -> None:
+    assert len(_grouped_numbers(SITE / "book" / "models.html")) > 5  # English keeps 8,192 and 131,072
+
+
+@pytest.mark.parametrize("page", ZH_PAGES, ids=lambda p: p.relative_to(SITE).as_posix())
+def test_chinese_pages_write_numbers_without_thousands_separators(page: Path) -> None:
+    grouped = _grouped_numbers(page)
+    assert not grouped, f"{page.name}: numbers with a thousands separator on a Chinese page: {grouped[:8]}"
