@@ -261,6 +261,17 @@ def test_mixed_module_learns_its_frequencies():
     assert "n_heads=2" in repr(module)
 
 
+def test_mixed_batched_positions_are_per_example():
+    freqs = mixed_rope_frequencies(3, 8, generator=torch.Generator().manual_seed(2))
+    x = torch.randn(2, 3, 6, 8)
+    pos = torch.stack((patch_positions(2, 3), patch_positions(3, 2)))  # [batch, T, 2]: two grids
+    out = apply_mixed_rope(x, pos, freqs)
+    for b in range(2):
+        assert torch.equal(out[b], apply_mixed_rope(x[b], pos[b], freqs))
+    with pytest.raises(ValueError, match="broadcast"):
+        apply_mixed_rope(x, torch.zeros(4, 6, 2), freqs)
+
+
 def test_mixed_single_set_of_frequencies_and_device(device):
     freqs = mixed_rope_frequencies(1, 8, device=device)[0]  # [d/2, 2], no heads
     x = torch.randn(5, 6, 8, device=device)

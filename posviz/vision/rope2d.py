@@ -184,21 +184,24 @@ def apply_mixed_rope(x: torch.Tensor, positions: torch.Tensor, frequencies: torc
     Args:
         x: queries or keys ``[..., n_heads, T, dim]`` (or ``[..., T, dim]`` with one set of
             frequencies ``[dim/2, 2]``), ``dim`` even; the result keeps ``x``'s dtype and device.
-        positions: ``(row, col)`` ``[T, 2]`` or ``[..., T, 2]`` (batch dims broadcast against ``x``'s
-            without the head dim: e.g. ``[batch, 1, T, 2]`` for ``x`` ``[batch, heads, T, dim]``).
+        positions: ``(row, col)`` ``[T, 2]`` or ``[..., T, 2]``; with per-head frequencies the batch
+            dims broadcast against ``x``'s dims *before* the head dim (``[batch, T, 2]`` for ``x``
+            ``[batch, heads, T, dim]``), otherwise against ``x.shape[:-2]``.
         frequencies: ``[n_heads, dim/2, 2]`` (:func:`mixed_rope_frequencies`) or ``[dim/2, 2]``,
             finite, on ``x``'s device; ``[..., 0]`` multiplies the column, ``[..., 1]`` the row.
     """
     x = check_rope_input(x)
-    positions = check_positions_nd("positions", positions, x, 2)
     frequencies = _check_mixed_frequencies(frequencies, x)
+    heads = frequencies.dim() == 3
+    headless = x[..., 0, :, :] if heads else x  # positions' batch dims sit before the head dim
+    positions = check_positions_nd("positions", positions, headless, 2)
     if frequencies.device != x.device:
         raise ValueError(f"frequencies must be on x's device {x.device}, got {frequencies.device}; move it with .to()")
     exact = table_dtype(x.device)
     pos = positions.to(device=x.device, dtype=exact)
     freq = frequencies.to(exact)
     rows, cols = pos[..., 0, None], pos[..., 1, None]  # [..., T, 1]
-    if freq.dim() == 3:  # heads: angle [..., H, T, d/2]
+    if heads:  # angle [..., H, T, d/2]
         rows, cols = rows[..., None, :, :], cols[..., None, :, :]
         fx, fy = freq[:, None, :, 0], freq[:, None, :, 1]  # [H, 1, d/2]
     else:
