@@ -25,10 +25,17 @@ _FULL_WIDTH = "，。：；！？、（）《》「」【】“”‘’"  # pun
 _OPENING = "（《「【“‘"  # nor after these
 _SPACED = "，。：；！？、"  # nor after these (they carry their own space)
 _INLINE_SUB = re.compile(r"(?<=[^\s>;；])<sub>(.*?)</sub>")
-_SUP = re.compile(r"<sup>(.*?)</sup>")
+_SUP = re.compile(r"(?<=[^\s>;；])<sup>(.*?)</sup>")
+# Unicode's sub- and superscript letters: a script made only of them is written with them (Uₘ, θᵢ,
+# aᵖᵒˢ, e⁻ᵞ); any other (o_(π(m)), 2^(−8/n)) keeps the _ / ^ mark
+_SCRIPTS = {
+    "_": dict(zip("0123456789+-−=()aehijklmnoprstuvxβγρφχ", "₀₁₂₃₄₅₆₇₈₉₊₋₋₌₍₎ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓᵦᵧᵨᵩᵪ")),
+    "^": dict(zip("0123456789+-−=()abcdefghijklmnoprstuvwxyzβγδθφχT",
+                  "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁻⁼⁽⁾ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻᵝᵞᵟᶿᵠᵡᵀ")),
+}
 
 
-_SUBTITLE = re.compile(r"\s*<br>\s*(?=<(?:sub|span)\b)")  # a line break before a small second line
+_SUBTITLE = re.compile(r"\s*<br>\s*(?=<(?:sub|sup|span)\b)")  # a line break before a small second line
 _CLAUSE = {"en": "; ", "zh_CN": "；"}
 _ENDS_CLAUSE = ".,;:!?，。：；！？、"
 
@@ -37,15 +44,19 @@ def plain_text(value: str, language: str = "en") -> str:
     """Plotly rich text as plain text in ``language``: tags dropped, ``<br>`` as a space, entities
     decoded.
 
-    A small second line (``<br><sub>…`` or ``<br><span …>``, a title's subtitle) is a clause of its
+    A small second line (``<br><sub>…``, ``<br><sup>…`` or ``<br><span …>``, a title's subtitle) is a clause of its
     own: it follows a ``"; "`` (Chinese ``"；"``) unless the line before ends in punctuation. A
-    subscript written on a symbol becomes ``L_max`` (``o_(π(m))`` when it is more than a word), a
-    superscript ``2^k`` (``2^(−8/n)``); a ``<sub>`` that starts a line is just its words.
+    subscript written on a symbol becomes ``Lₘₐₓ`` and a superscript ``2ᵏ`` when Unicode has a
+    script letter for each of its characters, else ``o_(π(m))`` and ``2^(−8/n)`` (in parentheses
+    when it is more than a word); a ``<sub>`` or ``<sup>`` that starts a line is just its words.
     """
 
     def script(mark: str) -> Callable[[re.Match[str]], str]:
         def write(match: re.Match[str]) -> str:
             inner = match.group(1)
+            bare = inner[1:-1] if re.fullmatch(r"\([^()]*\)", inner) else inner  # e<sup>(−γ)</sup>: e⁻ᵞ
+            if bare and all(c in _SCRIPTS[mark] for c in bare):
+                return "".join(_SCRIPTS[mark][c] for c in bare)
             return f"{mark}{inner}" if re.fullmatch(r"[\w′]+|\(.*\)", inner) else f"{mark}({inner})"
 
         return write

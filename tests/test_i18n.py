@@ -382,8 +382,10 @@ def test_translate_figure_rewrites_text_and_never_ids_or_enumerations(monkeypatc
 
 
 def test_plain_text_writes_scripts_and_subtitles() -> None:
-    assert i18n.plain_text("L<sub>max</sub> × d") == "L_max × d"
-    assert i18n.plain_text("o<sub>π(m)</sub> and 2<sup>-8/4</sup>, 2<sup>k</sup>") == "o_(π(m)) and 2^(-8/4), 2^k"
+    assert i18n.plain_text("L<sub>max</sub> × d, a<sup>pos</sup>, e<sup>(−γ)</sup>") == "Lₘₐₓ × d, aᵖᵒˢ, e⁻ᵞ"
+    assert i18n.plain_text("o<sub>π(m)</sub> and 2<sup>-8/4</sup>, 2<sup>k</sup>") == "o_(π(m)) and 2^(-8/4), 2ᵏ"
+    assert i18n.plain_text("U<sub>max_1</sub> and x<sup>Q</sup>") == "U_max_1 and x^Q"  # no Unicode script letter
+    assert i18n.plain_text("困惑度<br><sup>训练长度 64</sup>", "zh_CN") == "困惑度；训练长度 64"
     assert i18n.plain_text("head 1<br><sub>max |w| = 0</sub>") == "head 1; max |w| = 0"
     assert i18n.plain_text("head 1:<br><span style='x'>rest</span>") == "head 1: rest"
     assert i18n.plain_text("头 1<br><sub>最大</sub>", "zh_CN") == "头 1；最大"
