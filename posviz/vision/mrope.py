@@ -100,7 +100,8 @@ def mrope_position_ids(
             ``second_per_grid_ts``). ``h`` and ``w`` must be multiples of ``spatial_merge_size``.
         spatial_merge_size: :math:`m`, patches merged per axis into one token (2 in Qwen2-VL), >= 1.
         tokens_per_second: ``None`` for Qwen2-VL's time ids, or Qwen2.5-VL's
-            ``vision_config.tokens_per_second`` (> 0; 2 in the released checkpoints' configs).
+            ``vision_config.tokens_per_second`` (> 0; 2 in the released Qwen2.5-VL configs,
+            ``transformers``' default 4).
         device: where to build the ids (torch's default device).
     """
     if isinstance(segments, (str, bytes)) or not isinstance(segments, Sequence):
@@ -166,8 +167,9 @@ def apply_mrope(
         \qquad (S_0, S_1, S_2) = \texttt{mrope\_section}
 
     on half-split pairs :math:`(x_i, x_{i+d/2})`, as ``transformers``' ``Qwen2VLRotaryEmbedding``
-    (with ``mrope_section``) and ``apply_multimodal_rotary_pos_emb``. When the three ids are equal
-    (text) this is ``apply_rope(x, p, base, layout="half")`` exactly.
+    with ``mrope_section`` (its cos/sin picked section by section from the three ids) and
+    ``apply_rotary_pos_emb`` (``apply_multimodal_rotary_pos_emb`` in ``transformers`` 4.x). When the
+    three ids are equal (text) this is ``apply_rope(x, p, base, layout="half")`` exactly, bit for bit.
 
     Args:
         x: queries or keys ``[..., T, d]``, ``d`` even; the result keeps ``x``'s dtype and device.
