@@ -224,6 +224,8 @@ def figure_templates() -> dict[Path, list[tuple[str, str, int]]]:
             out.setdefault(Path("figures") / f"{chapter}.po", []).extend(found)
         elif rel.parts[1] == "lab":
             out.setdefault(Path("figures") / "extrapolation.po", []).extend(found)
+        elif rel.parts[1] == "vislab":  # the resolution miniature (issue 23)
+            out.setdefault(Path("figures") / "vislab.po", []).extend(found)
         else:
             out.setdefault(Path("posviz.po"), []).extend(found)
     for md in sorted((ROOT / "book").glob("*.md")):
