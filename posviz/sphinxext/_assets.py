@@ -6,8 +6,10 @@ from npm's plotly.js pinned to the version plotly.py bundles, MathJax
 is its ``tex-chtml`` component (TeX with the AMS macros, extensions fetched only when a page uses
 them), and the theme's 1.5 MB Font Awesome script is not loaded (the theme's CSS draws the same
 icons from its web fonts). The search index is loaded by the search page only (the theme's search
-box opens that page). Pages with a figure also get ``figures.js``, which fits every figure to a
-phone's width and to the theme's dark mode, and the default Plotly template once.
+box opens that page). The stylesheets lose the rules that no page can match and the icon fonts
+keep only the icons they draw (``_weight``). Pages with a figure also get ``figures.js``, which
+fits every figure to a phone's width and to the theme's dark mode, and the default Plotly
+template once.
 
 It also resolves the short names that posviz's module docstrings use for the public API
 (``:func:`apply_rope``` in ``posviz.rope``) to the documented ``posviz.apply_rope``.
@@ -425,6 +427,26 @@ def _trim_icons(app: Sphinx, exception: Exception | None) -> None:
         path.write_text(trimmed, encoding="utf-8")
 
 
+def _slim(app: Sphinx, exception: Exception | None) -> None:
+    """The stylesheets without the rules no page can match, the icon fonts with only the icons
+    they draw (``_weight``): about 400 kB of a chapter's first visit. After the math is typeset
+    and the icons trimmed, on the files this build copied afresh."""
+    if exception is not None or app.builder.format != "html":
+        return
+    import importlib.util
+
+    from ._weight import slim_site
+
+    if importlib.util.find_spec("fontTools") is None:
+        logger.warning(
+            "posviz: fontTools is not installed (pip install -e '.[book]'): the icon fonts stay whole",
+            type="posviz",
+            subtype="fonts",
+        )
+    for name, (before, after) in slim_site(Path(app.outdir)).items():
+        logger.info("posviz: %s %s -> %s bytes", name, f"{before:,}", f"{after:,}")
+
+
 def _root_redirect(app: Sphinx, exception: Exception | None) -> None:
     """The site root (``index.html``) as a small page that redirects to the book's first page.
 
@@ -479,5 +501,6 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("missing-reference", _resolve_public_name)
     app.connect("build-finished", _trim_icons)
     app.connect("build-finished", render_math)
+    app.connect("build-finished", _slim, priority=800)  # last: it reads the pages as they end up
     app.connect("build-finished", _root_redirect, priority=400)  # before sphinx-external-toc's
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
