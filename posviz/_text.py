@@ -24,6 +24,7 @@ _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _FULL_WIDTH = "，。：；！？、（）《》「」【】“”‘’"  # punctuation that no space comes before
 _OPENING = "（《「【“‘"  # nor after these
 _SPACED = "，。：；！？、"  # nor after these (they carry their own space)
+_CLOSING = "）》」】”’"  # nor between these and a Chinese character: NoPE（无位置）的
 _INLINE_SUB = re.compile(r"(?<=[^\s>;；])<sub>(.*?)</sub>")
 _SUP = re.compile(r"(?<=[^\s>;；])<sup>(.*?)</sup>")
 # Unicode's sub- and superscript letters: a script made only of them is written with them (Uₘ, θᵢ,
@@ -75,11 +76,13 @@ def tidy(text: str, language: str) -> str:
     """Text joined from pieces, spaced by ``language``'s rules.
 
     Chinese: no space between two Chinese characters (a line break inside a phrase) and none
-    before or after full-width punctuation (``（``, ``，``, ``：`` …); a space between Chinese and a
+    before or after full-width punctuation (``（``, ``，``, ``：`` …), none between a closing one
+    (``）``, ``”`` …) and a Chinese character; a space between Chinese and a
     Latin word or a number stays, as the catalogs write it. English: spaces collapsed.
     """
     text = " ".join(text.split())
     if _language_of(language) != "zh_CN":
         return text
     text = re.sub(rf"(?<=[{_CJK}])\s+(?=[{_CJK}])", "", text)
+    text = re.sub(rf"(?<=[{_CLOSING}])\s+(?=[{_CJK}])", "", text)
     return re.sub(rf"\s+(?=[{_FULL_WIDTH}])|(?<=[{_OPENING}{_SPACED}])\s+", "", text)
