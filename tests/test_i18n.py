@@ -154,6 +154,7 @@ def _explorers():
     from posviz.widgets.relative import relative_explorer
     from posviz.widgets.rope import rope_explorer
     from posviz.widgets.sinusoidal import sinusoidal_explorer
+    from posviz.widgets.vision import vision_explorer
 
     small = WindowMaxConfig(steps=20, checkpoints=(0, 10, 20), probe=16)  # as tests/test_widgets_learned.py
     return {
@@ -164,6 +165,7 @@ def _explorers():
         "relative": relative_explorer,
         "rope": rope_explorer,
         "sinusoidal": sinusoidal_explorer,
+        "vision": vision_explorer,
     }
 
 
