@@ -278,13 +278,13 @@ def _mean_ppl(run: dict, name: str, multiple: int) -> float | None:
 def previous_run_table(previous: dict, results: dict) -> str:
     """Markdown table: the first published run (``previous``, :func:`posviz.lab.load_previous`)
     beside ``results``, mean perplexity over seeds at the training length and at 16× and their
-    ratio, for every method of ``results``."""
+    ratio, for every method both runs have."""
 
     def cell(value: float | None) -> str:
         return tr("cannot run") if value is None else f"{value:.2f}"
 
     rows = []
-    for name in results["method_order"]:
+    for name in (n for n in results["method_order"] if n in previous["methods"]):  # rows both runs have
         old1, old16, new1, new16 = (_mean_ppl(run, name, k) for run in (previous, results) for k in (1, 16))
         old_r = "–" if old16 is None else f"{old16 / old1:.2f}"
         new_r = "–" if new16 is None else f"{new16 / new1:.2f}"
