@@ -17,12 +17,15 @@ from .absolute import (
     sinusoidal_shift_matrix,
 )
 from .alibi import alibi_bias, alibi_distance_weights, alibi_effective_window, alibi_slopes, alibi_window_mass
+from .cope import CoPE, cope_interpolate, cope_positions
 from .cost import relative_attention_cost
+from .distance_bias import FIRE, KerpleLogBias, fire_normalized_distance, kerple_log_bias
 from .dot_product import attention, attention_scores, attention_weights, causal_mask, self_attention
 from .frequencies import rope_frequencies, wavelengths
 from .i18n import get_language, set_language
 from .learned import cosine_similarity_matrix, learned_table_parameters
 from .models import PositionCard, position_card
+from .randomized import random_positions
 from .relative import (
     ScoreTerms,
     ShawRelativePosition,
@@ -66,6 +69,7 @@ from .vision import (
     sinusoidal_encoding_2d,
     swin_relative_position_index,
 )
+from .xpos import apply_xpos, xpos_scale, xpos_zeta
 
 __version__ = "0.1.0"
 
@@ -118,6 +122,18 @@ __all__ = [
     "absolute_score_terms",
     "transformer_xl_scores",
     "relative_attention_cost",
+    # round three: learned functions of distance, random and contextual positions, xPos
+    "random_positions",
+    "kerple_log_bias",
+    "KerpleLogBias",
+    "fire_normalized_distance",
+    "FIRE",
+    "cope_positions",
+    "cope_interpolate",
+    "CoPE",
+    "apply_xpos",
+    "xpos_zeta",
+    "xpos_scale",
     # model families' position schemes, read from their configs
     "position_card",
     "PositionCard",

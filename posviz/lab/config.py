@@ -14,12 +14,14 @@ from dataclasses import asdict, dataclass, field
 
 from .data import Corpus, scored_tokens
 from .distributed import ATTENTIONS, PRECISIONS
-from .model import ALL_METHODS, ROPE_VARIANTS, GPTConfig, check_ntk_head_size
+from .model import ALL_METHODS, CLASSIC_METHODS, ROPE_VARIANTS, GPTConfig, check_ntk_head_size
 from .train import TrainConfig
 
 __all__ = [
     "POSITION_PARAMETERS",
     "PRESETS",
+    "QUICK_METHODS",
+    "QUICK_ROUND3",
     "PUBLISHED_PATH",
     "RUNTIME_FIELDS",
     "LabConfig",
@@ -30,8 +32,16 @@ __all__ = [
     "quick_config",
 ]
 
-POSITION_PARAMETERS = ("learned", "shaw", "t5")
+POSITION_PARAMETERS = ("learned", "shaw", "t5", "learned-random", "fire", "kerple-log", "cope")
 """Methods whose position module has trainable parameters (their learning rate is chosen on validation)."""
+QUICK_ROUND3: tuple[str, ...] = ("rope-random", "fire", "cope", "xpos")
+"""The round-three methods ``--quick`` runs: one per family (randomized positions, learned
+functions of distance, contextual positions, xPos); ``learned-random`` and ``kerple-log`` are left
+out to keep the quick run within 2 minutes of CPU time (``--methods`` runs them)."""
+QUICK_METHODS: tuple[str, ...] = tuple(
+    m for m in ALL_METHODS if m in CLASSIC_METHODS or m in ROPE_VARIANTS or m in QUICK_ROUND3
+)
+"""``--quick``'s methods: the seven classic trained ones, the six rope-* rows, :data:`QUICK_ROUND3`."""
 
 
 @dataclass
@@ -141,6 +151,7 @@ def quick_config(**overrides: object) -> LabConfig:
     Shaw stay flat, NTK-aware scaling beats PI) come out as in the full run; the perplexities are
     higher (a far smaller model and shorter training)."""
     base: dict = {
+        "methods": list(QUICK_METHODS),
         "seeds": [0, 1],
         "train_len": 32,
         "model": {"n_layer": 2, "n_head": 4, "n_embd": 64},

@@ -52,6 +52,7 @@ from .distributed import Runtime
 from .evaluate import evaluate, mean_loss
 from .memory import MEMORY_NOTE, inference_memory_many, training_memory
 from .model import GPT, METHOD_KIND, METHODS, ROPE_VARIANTS
+from .positions_round3 import RANDOM_RANGE_FACTOR
 from .results import SCHEMA, SCHEMA_VERSION, machine_info, paired_summary, summarize, summarize_lists
 from .train import TrainConfig, deterministic, seed_everything, train
 
@@ -322,7 +323,7 @@ class _Run:
                 "trained_as": name,
                 "rope_scaling": ROPE_VARIANTS.get(key),
                 **facts,
-                "max_length": cfg.train_len if key == "learned" else None,
+                "max_length": {"learned": 1, "learned-random": RANDOM_RANGE_FACTOR}.get(key, 0) * cfg.train_len or None,
                 "position_lr_mult": chosen,
                 "lr_search": search if key == name else [],
                 **entry,

@@ -12,6 +12,12 @@ for position. A method does one of three things (see :mod:`posviz.attention`):
   the query and which also adds :math:`a^V_{m-n}` to the values);
 * ``none`` (NoPE) does nothing: the causal mask alone lets the model infer position.
 
+Round three (:data:`ROUND3_METHODS`, :mod:`posviz.lab.positions_round3`): ``learned-random`` and
+``rope-random`` (randomized positions, Ruoss et al. 2023: add to the input / rotate q and k at
+sorted random positions in training), ``fire`` and ``kerple-log`` (learned functions of distance
+that bias the scores), ``cope`` (contextual positions: a q-dependent score bias) and ``xpos``
+(rotates and scales q and k).
+
 Attention itself is :func:`posviz.attention` with ``causal=True`` (Shaw's module applies its mask rule);
 :meth:`GPT.set_attention` switches a model to PyTorch's fused
 :func:`~torch.nn.functional.scaled_dot_product_attention` (the lab does so on CUDA), with the
@@ -59,11 +65,14 @@ from .positions import (
 
 __all__ = [
     "ALL_METHODS",
+    "CLASSIC_METHODS",
     "BeyondLearnedTable",
     "GPT",
     "METHODS",
     "METHOD_KIND",
+    "NOT_YET_PUBLISHED",
     "ROPE_VARIANTS",
+    "ROUND3_METHODS",
     "GPTConfig",
     "PositionMethod",
     "check_ntk_head_size",
@@ -71,8 +80,19 @@ __all__ = [
     "make_position",
 ]
 
-METHODS: tuple[str, ...] = ("none", "sinusoidal", "learned", "shaw", "t5", "rope", "alibi")
+CLASSIC_METHODS: tuple[str, ...] = ("none", "sinusoidal", "learned", "shaw", "t5", "rope", "alibi")
+"""The trained methods of the first two rounds."""
+ROUND3_METHODS: tuple[str, ...] = ("learned-random", "rope-random", "fire", "kerple-log", "cope", "xpos")
+"""Issue 24's methods (:mod:`posviz.lab.positions_round3`): randomized positions, learned functions
+of distance, contextual positions, xPos."""
+METHODS: tuple[str, ...] = CLASSIC_METHODS + ROUND3_METHODS
 """Trained methods, in the order figures and tables list them."""
+NOT_YET_PUBLISHED: tuple[str, ...] = ROUND3_METHODS
+"""Methods the published run (``posviz/lab/published/extrapolation.json``) has no rows for yet.
+The chapter, its tables and figures read the published file's own ``method_order``, so they work
+without these rows; ``--publish`` runs every method (:data:`ALL_METHODS`) by default. The next
+full republish adds them: then empty this tuple (``tests/test_lab_round3.py`` checks that it
+names exactly the methods the published file lacks)."""
 ROPE_VARIANTS: dict[str, str] = {
     "rope-pi": "pi",
     "rope-ntk": "ntk",
@@ -82,7 +102,8 @@ ROPE_VARIANTS: dict[str, str] = {
     "rope-llama3": "llama3",
 }
 """Evaluation-only variants of a trained ``rope`` model: name -> RoPE scaling."""
-ALL_METHODS: tuple[str, ...] = METHODS + tuple(ROPE_VARIANTS)
+ALL_METHODS: tuple[str, ...] = CLASSIC_METHODS + tuple(ROPE_VARIANTS) + ROUND3_METHODS
+"""Every row, in display order: the classic trained methods, the rope-* evaluation rows, round three."""
 METHOD_KIND: dict[str, str] = {
     "none": "none",
     "sinusoidal": "adds to the input",
@@ -97,6 +118,12 @@ METHOD_KIND: dict[str, str] = {
     "rope-dynamic": "rotates q and k",
     "rope-llama3": "rotates q and k",
     "alibi": "biases the scores",
+    "learned-random": "adds to the input",
+    "rope-random": "rotates q and k",
+    "fire": "biases the scores",
+    "kerple-log": "biases the scores",
+    "cope": "biases the scores",
+    "xpos": "rotates q and k",
 }
 
 
@@ -246,8 +273,7 @@ class GPT(nn.Module):
                 p.fill_(1.0)
             else:  # linear and LayerNorm biases
                 p.zero_()
-        for p in self.position.parameters():  # learned table, T5 buckets, Shaw vectors: all N(0, 0.02^2) in posviz
-            p.normal_(0.0, 0.02, generator=position)
+        self.position.init_parameters(position)  # learned table, T5 buckets, Shaw vectors: N(0, 0.02^2)
 
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())

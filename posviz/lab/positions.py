@@ -67,6 +67,15 @@ class PositionMethod(nn.Module):
     supports_sdpa: bool = True
     use_sdpa: bool = False
 
+    @torch.no_grad()
+    def init_parameters(self, generator: torch.Generator) -> None:
+        r"""Draw the method's parameters from ``generator`` (the model's "position" stream,
+        :class:`posviz.lab.GPT`): every parameter :math:`\mathcal{N}(0, 0.02^2)`, in registration
+        order (the learned table, T5 buckets, Shaw vectors). A method whose parameters need another
+        start (FIRE, KERPLE) overrides it."""
+        for p in self.parameters():
+            p.normal_(0.0, 0.02, generator=generator)
+
     def add_to_input(self, length: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor | None:
         """``p_m`` for ``m = 0..length-1``, ``(T, C)``, added to the token embeddings; or None."""
         return None
@@ -298,6 +307,11 @@ _POSITION_CLASSES: dict[str, type[PositionMethod]] = {
     "rope": RotaryPosition,
     "alibi": ALiBiPosition,
 }
+
+
+from .positions_round3 import ROUND3_CLASSES  # noqa: E402  (it subclasses PositionMethod, defined above)
+
+_POSITION_CLASSES.update(ROUND3_CLASSES)
 
 
 def make_position(cfg: GPTConfig) -> PositionMethod:
