@@ -9,7 +9,9 @@ displays as Markdown, with the record in the output's metadata (``posviz_i18n``)
 
 Numbers are formatted the same in every language, except that Chinese writes them without a
 thousands separator (627840, as its prose does); ``cannot run`` (a length past the learned table)
-is a word, never a number; a paired difference *inside the seed spread*
+is a word, never a number; a method is named by its key (``none``, ``shaw``: what the CLI takes),
+which a translated table shows as the figures' label (NoPE（无位置）, Shaw（相对 k/v）); Chinese writes
+a negative number with the minus sign U+2212 (−0.20), as its prose does; a paired difference *inside the seed spread*
 (:func:`posviz.lab.inside_spread`) is marked, and so is a paired difference with one seed, which
 has no spread to be inside or outside of (:func:`spread_words`).
 """
@@ -17,6 +19,7 @@ has no spread to be inside or outside of (:func:`spread_words`).
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -67,7 +70,30 @@ def translate_markdown(markdown: str, record: dict[str, list[Any]], language: st
     """``markdown`` with every recorded English message replaced by its translation in ``language``,
     as whole runs of words (the rule of :func:`posviz.i18n.translate_figure`, which does the work)."""
     figure = {"layout": {"meta": {META_KEY: dict(record)}}, "text": markdown}
-    return translate_figure(figure, language)["text"]
+    return _minus_signs(translate_figure(figure, language)["text"], language)
+
+
+def _minus_signs(text: str, language: str) -> str:
+    """``text`` with each ASCII hyphen that is a minus sign (``-0.20``, ``| -3 |``) written as U+2212
+    in Chinese (as its prose writes it); unchanged in English. A hyphen inside a word (``rope-pi``)
+    or a range (``0-3``) is no minus sign."""
+    if language.replace("-", "_") != "zh_CN":
+        return text
+    return re.sub(r"(?<![\w.)\]])-(?=\d)", "\u2212", text)
+
+
+_methods: list[str] = []  # the methods a table being made names (see _method)
+
+
+def _method(name: str) -> str:
+    """A method's key as a table shows it: in English the key itself; in another language the
+    figures' label (``posviz.lab._style``). An English table records the key with that label, so
+    the table translated later (:func:`translate_markdown`) names the method as the figures do."""
+    from ._style import _LABELS, _label  # _style imports this module
+
+    if name in _LABELS:
+        _methods.append(name)
+    return name if get_language() == "en" else _label(name)
 
 
 def translate_output(markdown: str, output_metadata: dict, language: str) -> str:
@@ -87,8 +113,15 @@ def _table(function: F) -> F:
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Table:
+        _methods.clear()
         with recording() as record:
             text = function(*args, **kwargs)
+        from ._style import _LABELS
+
+        for name in _methods:  # a method's key, translated as its label (whole words only)
+            record.setdefault(name, [_LABELS[name], {}])
+        _methods.clear()
+        text = _minus_signs(text, get_language())
         if get_language() in UNGROUPED:  # plain digits (627840), as translate_markdown writes them
             text = ungrouped(text, spaces=False)
         return Table(text, record if get_language() == "en" else None)
@@ -141,7 +174,7 @@ def perplexity_table(results: dict, *, spread: bool = True, methods: Sequence[st
         if methods is not None and name not in methods:
             continue
         agg = results["methods"][name]["aggregate"]["perplexity"]
-        cells = [name]
+        cells = [_method(name)]
         for i in range(len(results["eval_lengths"])):
             if agg["mean"][i] is None:
                 cells.append(tr("cannot run"))
@@ -169,7 +202,7 @@ def paired_table(results: dict) -> str:
         if name == paired["baseline"]:
             continue
         p = paired["methods"][name]
-        cells = [name]
+        cells = [_method(name)]
         for i in range(len(results["eval_lengths"])):
             if p["mean"][i] is None:
                 cells.append(tr("cannot run"))
@@ -181,7 +214,7 @@ def paired_table(results: dict) -> str:
                 cell = tr("{value} (inside spread)", value=cell)
             cells.append(cell)
         rows.append(cells)
-    return _rows([tr("method") + f" − {paired['baseline']}", *_lengths_head(results)], rows)
+    return _rows([tr("method") + f" − {_method(paired['baseline'])}", *_lengths_head(results)], rows)
 
 
 @_table
@@ -208,7 +241,7 @@ def lr_search_table(results: dict, *, length: int | None = None) -> str:
         for point in m.get("lr_search", []):
             ppl = point["perplexity"]
             cells = [
-                name,
+                _method(name),
                 f"{point['position_lr_mult']:g}",
                 f"{point['validation_loss']:.4f}",
                 _fmt(ppl[i0]) if ppl[i0] is not None else tr("cannot run"),
@@ -253,12 +286,12 @@ def cost_table(results: dict, *, clock: str = "cpu", length: int | None = None) 
             train = f"{t['mean']:,.0f}" + (f" ± {t['std']:,.0f}" if t.get("std") is not None else "")
             memory = f"{m['memory']['train']['total_bytes'] / mib:.1f}"
         else:
-            train, memory = tr("(evaluation of {name})", name=m["trained_as"]), "–"
+            train, memory = tr("(evaluation of {name})", name=_method(m["trained_as"])), "–"
         infer = agg["inference_tokens_per" + suffix]["mean"][i]
         peak = m["memory"]["inference_peak_bytes"][i]
         rows.append(
             [
-                name,
+                _method(name),
                 f"{m['params']:,}",
                 train,
                 memory,
@@ -288,7 +321,7 @@ def previous_run_table(previous: dict, results: dict) -> str:
         old1, old16, new1, new16 = (_mean_ppl(run, name, k) for run in (previous, results) for k in (1, 16))
         old_r = "–" if old16 is None else f"{old16 / old1:.2f}"
         new_r = "–" if new16 is None else f"{new16 / new1:.2f}"
-        rows.append([name, cell(old1), cell(old16), old_r, cell(new1), cell(new16), new_r])
+        rows.append([_method(name), cell(old1), cell(old16), old_r, cell(new1), cell(new16), new_r])
     head = [
         tr("method"),
         tr("first run, {k}×", k=1),
@@ -339,7 +372,12 @@ def lr_sensitivity_table(results: dict, comparisons: Sequence[tuple[str, int, st
     the grid, the chosen multiplier's value in bold."""
     grid = results["config"]["position_lr_grid"]
     rows = []
-    for (name, _, _), (label, values) in zip(comparisons, lr_sensitivity(results, comparisons).items()):
+    for (name, multiple, other), values in zip(comparisons, lr_sensitivity(results, comparisons).values()):
+        # the row names its methods as the other tables do (lr_sensitivity's keys stay the keys)
+        if other is None:
+            label = tr("{name}: {k}× − 1× (its own degradation)", name=_method(name), k=multiple)
+        else:
+            label = tr("{name} − {other}, {k}×", name=_method(name), other=_method(other), k=multiple)
         chosen = grid.index(results["methods"][name]["position_lr_mult"])
         cells = ["–" if v is None else (f"**{v:+.2f}**" if j == chosen else f"{v:+.2f}") for j, v in enumerate(values)]
         rows.append([label, *cells])
