@@ -131,6 +131,19 @@ def test_bug_figure_has_a_view_per_bug() -> None:
         assert row == [j == i for j in range(len(BUGS))] + [True]
 
 
+def test_bug_figure_axis_runs_to_the_last_position_with_every_decade_labelled() -> None:
+    """Issue 22: on a 390 px phone the log axis read as ending near 30k. It runs to max_position
+    (autorange over data that reach it, in every slider step) and labels each decade, so the last
+    label (100k) sits just before its end (131072), whatever width Plotly gets."""
+    fig = rope_bug_figure(points=24)
+    xaxis = fig.layout.xaxis
+    assert xaxis.type == "log" and xaxis.range is None and xaxis.autorange in (None, True)
+    assert xaxis.dtick == 1 and xaxis.tickvals is None  # a label at every power of ten
+    for step in fig.layout.sliders[0].steps:
+        ends = [max(x) for x in step.args[0]["x"][: len(BUGS)] if len(x)]
+        assert ends and all(end == 131072 for end in ends), step.label
+
+
 # --- the tables of released models --------------------------------------------------------------
 
 def _cards() -> dict:

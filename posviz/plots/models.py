@@ -413,7 +413,9 @@ def rope_bug_figure(
         "height": 560,
         "margin": {"t": 80, "b": 60, "l": 70, "r": 20},
         "title": {"text": tr("How much of each key a mistaken rotation keeps (1 = what training saw)")},
-        "xaxis": {"title": {"text": tr("position m (tokens, log scale)")}, "type": "log"},
+        # every decade labelled: on a phone Plotly's own ticks label every other one (1, 100, 10k),
+        # and the axis, which runs to max_position, read as ending near 30k (issue 22)
+        "xaxis": {"title": {"text": tr("position m (tokens, log scale)")}, "type": "log", "dtick": 1},
         "yaxis": {"title": {"text": tr("mean cosine of right and wrong key")}, "range": [-1.05, 1.05]},
         "legend": {"x": 0.01, "y": 0.02, "xanchor": "left", "yanchor": "bottom", "bgcolor": "rgba(255,255,255,0.8)"},
     }
