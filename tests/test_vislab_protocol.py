@@ -131,6 +131,9 @@ def test_evaluation_covers_every_grid_on_heldout_images_not_the_training_stream(
     assert seen == [(16, 8, 8), (16, 8, 8), (16, 12, 12), (16, 16, 16)]  # validation, then each grid
     held = ex.heldout_sets(cfg)
     assert [tuple(x.shape) for x, _ in held] == [(16, 8, 8), (16, 12, 12), (16, 16, 16)]
+    for (x, _), g in zip(held, cfg.grids):  # the held-out stream of each grid, never a training stream
+        assert torch.equal(x, ex.make_examples(16, g, ex.stream("heldout", g))[0])
+        assert not torch.equal(x, ex.make_examples(16, g, ex.stream("train", g))[0])
     train_first = ex.make_examples(16, 8, ex.stream("train", 0))[0]
     assert not torch.equal(held[0][0], train_first)
     val = ex.validation_set(cfg)[0]

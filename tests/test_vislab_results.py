@@ -86,6 +86,11 @@ def test_glue_values_follow_from_the_numbers(results: dict) -> None:
     assert g["inside_spread"]["rope-axial"] == {8: False, 12: False, 16: True}
     assert "none" not in g["inside_spread"]
     assert (g["train_grid"], g["largest_grid"], g["seeds"]) == (8, 16, 3)
+    # rope-axial - learned, per seed at 16: -0.40, -0.20, -0.29: all negative, |mean| > std
+    axial = g["paper"]["rope-axial > learned"][16]
+    assert axial["diff"] == pytest.approx(-0.89 / 3) and axial["inside_spread"] is False and not axial["agrees"]
+    assert g["paper"]["rope-axial > learned"][8]["inside_spread"] is True  # 0, +0.01, 0: not all one sign
+    assert set(g["paper"]) == {"rope-axial > learned"}  # no rope-mixed in these results
 
 
 def test_accuracy_table_shows_mean_std_and_range_in_percent(results: dict) -> None:

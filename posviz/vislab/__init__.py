@@ -16,11 +16,12 @@ inside-the-spread rule.
 Run it::
 
     python -m posviz.vislab --quick               # a smoke run
-    python -m posviz.vislab --workers 2 --publish # the full run: 3 seeds, 600 steps, lr search
+    python -m posviz.vislab --workers 2 --publish # the full run: 3 seeds, 500 steps, lr search
 
 Read the published run with :func:`load_published`; draw it with :func:`accuracy_figure`,
 tabulate it with :func:`accuracy_table` and :func:`paired_table`; :func:`glue_values` gives what a
-chapter glues (best method at the largest grid, accuracies, differences inside the spread).
+chapter glues (best method at the largest grid, accuracies, differences inside the spread, and
+Heo et al.'s comparisons, :data:`PAPER_COMPARISONS`, as paired differences: :func:`paired_between`).
 
 Results JSON, schema ``"posviz.vislab/resolution"`` version 1; lists "per grid" are aligned with
 ``eval_grids`` (ascending); accuracies are fractions in [0, 1]::
@@ -55,10 +56,20 @@ from .experiment import run_experiment
 from .figures import accuracy_figure, accuracy_table, format_tables, method_label, paired_table
 from .model import TinyViT, ViTConfig
 from .positions import METHODS, PositionMethod2D
-from .results import PUBLISHED, glue_values, load_published, load_results, save_results, validate_results
+from .results import (
+    PAPER_COMPARISONS,
+    PUBLISHED,
+    glue_values,
+    load_published,
+    load_results,
+    paired_between,
+    save_results,
+    validate_results,
+)
 
 __all__ = [
     "METHODS",
+    "PAPER_COMPARISONS",
     "PUBLISHED",
     "PositionMethod2D",
     "TinyViT",
@@ -72,6 +83,7 @@ __all__ = [
     "load_published",
     "load_results",
     "method_label",
+    "paired_between",
     "paired_table",
     "quick_config",
     "run_experiment",

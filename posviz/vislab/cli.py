@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Resolution extrapolation in miniature: tiny ViTs trained on an 8x8 patch grid, evaluated on "
         "larger grids, one per 2-D position method (issue 23).",
     )
-    p.add_argument("--quick", action="store_true", help="a smoke run (2 seeds, 150 steps, no lr search)")
+    p.add_argument("--quick", action="store_true", help="a smoke run (2 seeds, 120 steps, no lr search)")
     p.add_argument("--methods", nargs="+", metavar="NAME", help=f"methods to train (default: all of {list(METHODS)})")
     p.add_argument("--seeds", nargs="+", type=int, metavar="S", help="seeds (default: 0 1 2; quick: 0 1)")
     p.add_argument("--train-grid", type=int, metavar="G", help="training grid, G x G patches (default 8)")

@@ -16,6 +16,7 @@ from pathlib import Path
 from ..lab.results import inside_spread, machine_info, paired_differences, summarize, summarize_lists
 
 __all__ = [
+    "PAPER_COMPARISONS",
     "PUBLISHED",
     "SCHEMA",
     "SCHEMA_VERSION",
@@ -24,6 +25,7 @@ __all__ = [
     "load_published",
     "load_results",
     "machine_info",
+    "paired_between",
     "paired_summary",
     "save_results",
     "validate_results",
@@ -60,6 +62,25 @@ def paired_summary(results: dict, baseline: str) -> dict:
             "inside_spread": [None if name == baseline else inside_spread(d) for d in diffs],  # type: ignore[arg-type]
         }
     return out
+
+
+def paired_between(results: dict, method: str, other: str) -> dict:
+    """``method``'s accuracy minus ``other``'s, same seed: ``{"diff": [[per seed] per grid], "mean",
+    "std": [per grid], "inside_spread": [bool | None per grid]}`` (:func:`posviz.lab.inside_spread`).
+    E.g. ``paired_between(results, "rope-mixed", "rope-axial")``, the RoPE-Mixed paper's comparison."""
+    for name in (method, other):
+        if name not in results["methods"]:
+            raise ValueError(f"{name!r} is not in these results; they have {results['method_order']}")
+    view = {"eval_lengths": results["eval_grids"], "methods": results["methods"]}
+    diffs = paired_differences(view, method, other, key="accuracy")
+    stats = summarize_lists(list(zip(*diffs)))  # type: ignore[arg-type]
+    return {"diff": diffs, "mean": stats["mean"], "std": stats["std"],
+            "inside_spread": [inside_spread(d) for d in diffs]}  # type: ignore[arg-type]
+
+
+PAPER_COMPARISONS = (("rope-mixed", "rope-axial"), ("rope-mixed", "learned"), ("rope-axial", "learned"))
+"""Heo et al. (2024)'s resolution claims as pairs (better, worse): RoPE-Mixed over RoPE-Axial and over
+the learned absolute table (APE), RoPE-Axial over APE, at resolutions above the training one."""
 
 
 def _check(cond: bool, msg: str) -> None:
@@ -143,6 +164,8 @@ def glue_values(results: dict) -> dict:
     * ``"drop"``: method -> mean accuracy at the training grid minus at the largest grid;
     * ``"inside_spread"``: method -> grid -> whether its paired difference to the baseline is
       inside the seed spread (:func:`posviz.lab.inside_spread`; the baseline left out);
+    * ``"paper"``: for each pair of :data:`PAPER_COMPARISONS` present, ``"A > B"`` -> grid ->
+      ``{"diff": mean paired difference A - B, "std", "inside_spread", "agrees": diff > 0 and not inside the spread}``;
     * ``"wall_minutes"``: the run's wall time, ``"workers"``: its processes.
     """
     validate_results(results)
@@ -162,6 +185,15 @@ def glue_values(results: dict) -> dict:
         m: dict(zip(grids, p["inside_spread"])) for m, p in paired["methods"].items() if m != paired["baseline"]
     }
     mean = results["methods"]
+    paper = {}
+    for a, b in PAPER_COMPARISONS:
+        if a in mean and b in mean:
+            p = paired_between(results, a, b)
+            paper[f"{a} > {b}"] = {
+                g: {"diff": p["mean"][i], "std": p["std"][i], "inside_spread": p["inside_spread"][i],
+                    "agrees": p["mean"][i] > 0 and p["inside_spread"][i] is False}
+                for i, g in enumerate(grids)
+            }
     return {
         "train_grid": results["train_grid"],
         "eval_grids": grids,
@@ -178,6 +210,7 @@ def glue_values(results: dict) -> dict:
             for m in order
         },
         "inside_spread": inside,
+        "paper": paper,
         "wall_minutes": results["wall_seconds"] / 60.0,
         "workers": results["machine"].get("workers", 1),
     }
