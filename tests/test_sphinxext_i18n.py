@@ -232,13 +232,16 @@ CITE_PAGE = """# Page
 
 As {cite:t}`vaswani2017attention` and {cite:t}`press2022train` show {cite:p}`vaswani2017attention`.
 
+Both {cite:p}`vaswani2017attention,press2022train`.
+
 ```{bibliography}
 ```
 """
 CITE_CATALOG = {
     "As {cite:t}`vaswani2017attention` and {cite:t}`press2022train` show {cite:p}`vaswani2017attention`.": (
         "正如 {cite:t}`vaswani2017attention` 与 {cite:t}`press2022train` 所示 {cite:p}`vaswani2017attention`。"
-    )
+    ),
+    "Both {cite:p}`vaswani2017attention,press2022train`.": "两者 {cite:p}`vaswani2017attention,press2022train`。",
 }
 
 
@@ -255,10 +258,12 @@ def _cite_build(tmp_path: Path, language: str) -> str:
 
 def test_citations_in_chinese_prose_read_chinese(tmp_path: Path, fake_mathjax: Path) -> None:
     text = _cite_build(tmp_path, "zh_CN")
-    assert "正如 Vaswani 等人 [2017] 与 Press 和 Smith [2022] 所示 [Vaswani 等人, 2017]。" in text, text
+    assert "正如 Vaswani 等人 [2017] 与 Press 和 Smith [2022] 所示 [Vaswani 等人，2017]。" in text, text
+    assert "两者 [Press 和 Smith，2022；Vaswani 等人，2017]。" in text, text  # the zh marks (issue 26 review)
     assert "et al." not in text.split("Attention Is All")[0]
 
 
 def test_citations_in_english_are_unchanged(tmp_path: Path, fake_mathjax: Path) -> None:
     text = _cite_build(tmp_path, "en")
     assert "As Vaswani <em>et al.</em> [2017] and Press and Smith [2022] show [Vaswani <em>et al.</em>, 2017]." in text
+    assert "Both [Press and Smith, 2022, Vaswani <em>et al.</em>, 2017]." in text, text
