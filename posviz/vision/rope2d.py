@@ -176,7 +176,7 @@ def apply_mixed_rope(x: torch.Tensor, positions: torch.Tensor, frequencies: torc
         \alpha_{h,i}(r, c) = \theta^x_{h,i}\, c + \theta^y_{h,i}\, r, \qquad
         (x_{2i}, x_{2i+1}) \mapsto (x_{2i} + \mathrm{i}\,x_{2i+1})\, e^{\mathrm{i}\alpha_{h,i}}
 
-    (Heo et al., 2024, eq. 11; :math:`x` is the column, :math:`y` the row; interleaved pairs as
+    (Heo et al., 2024; :math:`x` is the column, :math:`y` the row; interleaved pairs as
     complex numbers, as the official ``compute_mixed_cis`` and ``apply_rotary_emb``). The angle is
     linear in the position, so scores depend on :math:`(\Delta r, \Delta c)` only, for any
     frequencies. Gradients flow to ``frequencies`` (they are learnable in :class:`MixedRoPE`).
