@@ -53,6 +53,10 @@ def test_learned_table_is_the_training_table_resized_with_its_class_row_kept(h: 
         assert torch.equal(out, table)
 
 
+def test_learned_table_starts_as_the_sincos_table() -> None:
+    assert torch.equal(plugin("learned").table.detach(), posviz.sinusoidal_encoding_2d(GRID, GRID, DIM, cls_token=True))
+
+
 def test_learned_table_gets_gradients_through_the_resize() -> None:
     p = plugin("learned")
     p.add_to_input(16, 16, CPU, F32).sum().backward()
