@@ -82,6 +82,8 @@ def test_training_draws_sorted_random_positions_and_evaluation_uses_0_to_n_minus
         assert bool((p[1:] > p[:-1]).all()) and int(p.min()) >= 0 and int(p.max()) < 16 * 8
         draws.append(tuple(p.tolist()))
     assert len(set(draws)) == 30 and max(max(d) for d in draws) >= 8  # fresh per batch, past the training length
+    with torch.no_grad():  # a pass that learns nothing reads the evaluation positions, in either mode
+        assert torch.equal(position.add_to_input(8, torch.device("cpu"), torch.float32), position.table.rows(8))
     position.eval()
     for n in (8, 64, 128):
         assert torch.equal(position.add_to_input(n, torch.device("cpu"), torch.float32), position.table.rows(n))

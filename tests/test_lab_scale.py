@@ -95,7 +95,7 @@ def test_sdpa_with_the_bias_as_mask_equals_posviz_attention_in_float64(method):
         reference = model(idx)
         used = model.set_attention("sdpa")
         fused = model(idx)
-    assert used == ("posviz" if method == "shaw" else "sdpa")  # Shaw's bias depends on q: never SDPA
+    assert used == ("posviz" if method in ("shaw", "cope") else "sdpa")  # Shaw's, CoPE's biases use q: never SDPA
     torch.testing.assert_close(fused, reference, rtol=1e-12, atol=1e-12)
 
 

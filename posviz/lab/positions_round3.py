@@ -2,7 +2,8 @@ r"""The lab's round-three position plug-ins: randomized positions, learned funct
 contextual positions and xPos (issue 24). Registered in :mod:`posviz.lab.positions`.
 
 * ``learned-random``, ``rope-random`` (Ruoss et al. 2023, :func:`posviz.randomized.random_positions`):
-  in training every batch reads its table rows / rotation angles at a sorted random subset of
+  in training (a pass in training mode with gradients on) every batch reads its table rows /
+  rotation angles at a sorted random subset of
   :math:`\{0, \dots, 16 L_{\text{train}} - 1\}` (:data:`RANDOM_RANGE_FACTOR`); in evaluation, at
   every length, the plain positions :math:`0..n-1`, as the paper does. The learned table has
   :math:`16 L_{\text{train}}` rows, so it runs at every length the lab evaluates (1x-16x).
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from posviz import LearnedPositionalEmbedding, apply_rope, attention
+from posviz import LearnedPositionalEmbedding, apply_rope
 from posviz.cope import CoPE
 from posviz.distance_bias import FIRE, KerpleLogBias
 from posviz.randomized import random_positions
@@ -88,8 +89,11 @@ class _RandomDraws(PositionMethod):
         self._positions: torch.Tensor | None = None
 
     def _draw(self, length: int, device: torch.device) -> torch.Tensor | None:
-        """Sorted random positions in training (advancing the counter); None in evaluation (0..n-1)."""
-        if not self.training:
+        """Sorted random positions in a training pass (advancing the counter); None otherwise (0..n-1).
+
+        A training pass is one in training mode with gradients enabled: a pass under
+        ``torch.no_grad()`` learns nothing, so it reads the evaluation positions, whatever the mode."""
+        if not (self.training and torch.is_grad_enabled()):
             self._positions = None
             return None
         generator = torch.Generator().manual_seed(_draw_seed(int(self.draw_seed), int(self.draw_count)))
@@ -145,7 +149,7 @@ class RandomRotaryPosition(_RandomDraws):
         return None
 
     def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        positions = self._positions if self.training else None
+        positions = self._positions if self.training and torch.is_grad_enabled() else None
         if positions is not None and positions.shape[-1] != q.shape[-2]:
             raise RuntimeError("rope-random: rotate() called without a draw for this length (add_to_input first)")
         return apply_rope(q, positions, base=self.base), apply_rope(k, positions, base=self.base)  # (B, nh, T, hs)
@@ -202,8 +206,8 @@ class CoPEPosition(PositionMethod):
     ) -> torch.Tensor:
         scores = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])  # q_i . k_j / sqrt(d), the gates' logits
         position = self.layers[layer](q, scores, causal=True)  # q_i . e[p_ij], (B, nh, T, T)
-        out, _ = attention(q, k, v, bias=position if bias is None else bias + position, causal=True)
-        return out
+        # PositionMethod.attend: posviz.attention with causal=True (use_sdpa is never set for CoPE)
+        return super().attend(q, k, v, position if bias is None else bias + position, layer)
 
 
 class XPosPosition(PositionMethod):
