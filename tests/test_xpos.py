@@ -90,6 +90,21 @@ def test_matches_rotary_embedding_torch_use_xpos():
     assert torch.allclose(fq, yq, rtol=1e-5, atol=1e-5) and torch.allclose(fk, yk, rtol=1e-5, atol=1e-5)
 
 
+def test_matches_x_transformers_rotary_xpos():
+    """x-transformers' RotaryEmbedding(use_xpos=True), applied as its Attention does (scale on q,
+    scale ** -1 on k), with its tables replaced by float64 ones: equal to rounding."""
+    xt = pytest.importorskip("x_transformers.x_transformers")
+    q, k = _qk(11, 8)
+    rotary = xt.RotaryEmbedding(8, use_xpos=True, scale_base=512)
+    rotary.inv_freq = posviz.rope_frequencies(8, dtype=torch.float64)
+    rotary.scale = xpos_zeta(8, dtype=torch.float64)
+    freqs, scale = rotary(torch.arange(11))
+    rq = xt.apply_rotary_pos_emb(q, freqs, scale)
+    rk = xt.apply_rotary_pos_emb(k, freqs, scale**-1.0)
+    xq, xk = apply_xpos(q, k)
+    assert torch.allclose(rq, xq, rtol=0, atol=1e-13) and torch.allclose(rk, xk, rtol=0, atol=1e-13)
+
+
 def test_scale_table_and_dtype():
     s = xpos_scale(6, 4, scale_base=2.0, dtype=torch.float64)
     zeta = xpos_zeta(4, dtype=torch.float64)
