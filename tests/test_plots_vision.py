@@ -137,7 +137,10 @@ def test_larger_grid_outlines_the_training_grid_and_shares_the_colour_scale() ->
     small, big = patch_scores_figure(8), patch_scores_figure(16, train_grid=8)
     (shape,) = big.layout.shapes
     assert (shape.x1, shape.y1) == (7.5, 7.5)
-    assert len(big.layout.sliders[0].steps) == 36  # every third row and column, and the last
+    steps = big.layout.sliders[0].steps
+    assert len(steps) == 49  # rows and columns 0, 3, 6, 8 (the middle), 9, 12, 15
+    assert steps[big.layout.sliders[0].active].label == "(8, 8)"
+    assert tuple(big.layout.xaxis.range) == (-0.5, 15.5) and tuple(big.layout.yaxis.range) == (15.5, -0.5)
     for a, b in zip(small.data[: len(METHODS)], big.data[: len(METHODS)]):
         assert (a.zmin, a.zmax) == (b.zmin, b.zmax)
     for i, method in enumerate(METHODS):
@@ -169,3 +172,60 @@ def test_mrope_figure_draws_the_ids_of_text_image_text() -> None:
     np.testing.assert_array_equal(z, [t, h, w])
     np.testing.assert_array_equal(z, mrope_position_ids([4, ("image", (1, 6, 8)), 3]).numpy())
     assert [a.text for a in fig.layout.annotations] == ["text", "image", "text"]
+
+
+# per method and seed: accuracy at 8x8, 12x12, 16x16 (made up, so every verdict below is known)
+CLAIMS_ACC = {
+    "none": [[0.25, 0.25, 0.25], [0.26, 0.25, 0.24], [0.24, 0.26, 0.25]],
+    "learned": [[1.00, 0.80, 0.60], [0.99, 0.70, 0.70], [1.00, 0.75, 0.50]],
+    "rope-axial": [[1.00, 0.60, 0.40], [1.00, 0.50, 0.45], [1.00, 0.55, 0.42]],
+    "rope-mixed": [[1.00, 0.90, 0.62], [1.00, 0.92, 0.58], [1.00, 0.91, 0.66]],
+}
+
+
+@pytest.fixture(scope="module")
+def claims_results() -> dict:
+    import posviz.vislab.experiment as ex
+    from posviz.lab.train import TrainConfig
+    from posviz.vislab import VisConfig, run_experiment
+
+    def fake(cfg, method, seed, mult):
+        acc = CLAIMS_ACC[method][cfg.seeds.index(seed)]
+        return {
+            "seed": seed, "position_lr_mult": mult, "accuracy": acc, "loss": [1.0 - a for a in acc],
+            "validation_accuracy": acc[0], "validation_loss": 1.0 - acc[0] + (mult or 0) / 1000,
+            "final_train_loss": 0.1, "train_seconds": 2.0, "params": 1000, "loss_curve": {"step": [1], "loss": [1.0]},
+        }
+
+    cfg = VisConfig(methods=list(CLAIMS_ACC), model={"n_layer": 1, "n_head": 2, "n_embd": 16},
+                    train=TrainConfig(steps=2, batch_size=4, warmup_steps=0), mode="test")
+    mp = pytest.MonkeyPatch()
+    mp.setattr(ex, "train_one", fake)
+    try:
+        return run_experiment(cfg, progress=False)
+    finally:
+        mp.undo()
+
+
+def test_claim_verdicts() -> None:
+    from posviz.plots.vision import claim_verdict
+
+    assert claim_verdict(0.1, False) == "agrees" and claim_verdict(-0.1, False) == "disagrees"
+    assert claim_verdict(0.3, True) == "inside spread" and claim_verdict(0.3, None) == "one seed"
+
+
+def test_paper_claims_table_states_each_claim_per_grid(claims_results: dict) -> None:
+    from posviz.plots.vision import paper_claims_table
+
+    table = str(paper_claims_table(claims_results))
+    lines = table.splitlines()
+    assert lines[0] == "| claim (Heo et al., 2024) | at 12×12 | at 16×16 |"
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:] for line in lines[2:]}
+    # mixed - axial: +0.36 at 12 (every seed ahead), +0.197 at 16 (every seed ahead)
+    mixed_axial = rows["`rope-mixed` > `rope-axial`"]
+    assert mixed_axial[0].startswith("+36.0 ± ") and all(": agrees" in cell for cell in mixed_axial)
+    # mixed - learned at 16: +0.02, +(-0.12), +0.16 per seed: signs differ, inside the spread
+    assert "inside the spread" in rows["`rope-mixed` > `learned`"][1]
+    # axial - learned: behind at both grids with every seed
+    assert all("disagrees" in cell for cell in rows["`rope-axial` > `learned`"])
+    assert rows["`rope-axial` > `learned`"][0].startswith("-20.0 ± ")

@@ -32,6 +32,7 @@ from plotly.subplots import make_subplots
 
 from .._validate import check_int
 from ..i18n import N_, tr, translatable
+from ..lab.tables import _rows, _table
 from ..vision import (
     apply_mixed_rope,
     axial_rope_2d,
@@ -48,8 +49,10 @@ from ._sliders import slider_figure
 __all__ = [
     "METHODS",
     "SETTINGS",
+    "claim_verdict",
     "colour_range",
     "mrope_ids_figure",
+    "paper_claims_table",
     "patch_scores_figure",
     "patch_similarity",
     "resize_figure",
@@ -138,7 +141,7 @@ def colour_range(method: str, train_grid: int = 8) -> tuple[float, float]:
 def _default_queries(grid: int) -> list[int]:
     if grid <= 8:
         return list(range(grid * grid))
-    lattice = list(range(0, grid, 3)) + ([grid - 1] if (grid - 1) % 3 else [])
+    lattice = sorted({*range(0, grid, 3), grid // 2, grid - 1})
     return [r * grid + c for r in lattice for c in lattice]
 
 
@@ -149,14 +152,14 @@ def patch_scores_figure(
     train_grid: int = 8,
     queries: Sequence[int] | None = None,
     active: int | None = None,
-    height: int = 620,
+    height: int = 580,
 ) -> go.Figure:
     r"""A ``grid x grid`` patch grid: the slider picks the query patch, the menu the method.
 
     The heatmap shows :func:`patch_similarity` from the query patch (marked) to every patch.
     When ``grid > train_grid`` the training grid is outlined. ``queries`` are the patch indices
     (row-major) the slider offers (default: every patch up to 8 x 8, else a lattice of every
-    third row and column plus the last).
+    third row and column plus the middle and the last); the middle patch is shown first.
     """
     grid = check_int("grid", grid, minimum=2)
     train_grid = check_int("train_grid", train_grid, minimum=2)
@@ -174,8 +177,7 @@ def patch_scores_figure(
             out.append(go.Heatmap(
                 z=rounded(sims[method][query].reshape(grid, grid), 2), x=axis, y=axis, zmin=lo, zmax=hi,
                 colorscale="Viridis",
-                colorbar={"orientation": "h", "y": -0.16, "yanchor": "top", "thickness": 10, "len": 0.9,
-                          "title": {"text": tr(_QUANTITY[method]), "side": "top"}},
+                colorbar={"thickness": 12, "len": 0.9, "title": {"text": tr(_QUANTITY[method]), "side": "right"}},
                 hovertemplate=tr("key patch (row %{y}, col %{x})<br>value %{z:.3f}") + "<extra></extra>",
             ))
         r, c = divmod(query, grid)
@@ -193,10 +195,10 @@ def patch_scores_figure(
                grid=grid, train=train_grid)
     layout = {
         "height": height,
-        "margin": {"t": 110, "b": 170, "l": 50, "r": 20},
+        "margin": {"t": 110, "b": 110, "l": 50, "r": 20},
         "title": {"text": title, "y": 0.98, "yanchor": "top", "font": {"size": 14}},
-        "xaxis": {"title": {"text": tr("column")}, "constrain": "domain"},
-        "yaxis": {"title": {"text": tr("row")}, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
+        "xaxis": {"title": {"text": tr("column")}, "range": [-0.5, grid - 0.5]},
+        "yaxis": {"title": {"text": tr("row")}, "range": [grid - 0.5, -0.5]},
         "shapes": shapes,
     }
     centre = (grid // 2) * grid + grid // 2
@@ -271,7 +273,8 @@ def mrope_ids_figure(segments: Sequence[int | tuple], *, spatial_merge_size: int
     tokens = list(range(ids.shape[1]))
     z = ids.numpy()
     fig = go.Figure(go.Heatmap(
-        z=z, x=tokens, y=[tr(a) for a in _AXES], text=z, texttemplate="%{text}", textfont={"size": 11},
+        # the ids written in the cells: %{z}, not %{text} (a figure's translation rewrites the word "text")
+        z=z, x=tokens, y=[tr(a) for a in _AXES], texttemplate="%{z}", textfont={"size": 11},
         customdata=np.array([kinds] * 3), colorscale="Viridis", showscale=False,
         hovertemplate=tr("token %{x} (%{customdata})<br>%{y} id = %{z}") + "<extra></extra>",
     ))
@@ -279,7 +282,7 @@ def mrope_ids_figure(segments: Sequence[int | tuple], *, spatial_merge_size: int
         fig.add_annotation(x=start[0] + (start[1] - start[0] - 1) / 2, y=1.0, yref="paper", yanchor="bottom",
                            text=kind, showarrow=False, font={"size": 12})
     fig.update_layout(
-        height=300, margin={"t": 90, "b": 60, "l": 80, "r": 10},
+        height=300, margin={"t": 90, "b": 60, "l": 80, "r": 24},
         title={"text": tr("M-RoPE position ids, one column per token"), "y": 0.96, "yanchor": "top"},
         xaxis={"title": {"text": tr("token index")}, "dtick": 2}, yaxis={"autorange": "reversed"},
     )
@@ -294,3 +297,45 @@ def _runs(kinds: Sequence[str]) -> list[tuple[tuple[int, int], str]]:
             out.append(((start, i), kinds[start]))
             start = i
     return out
+
+
+def claim_verdict(diff: float, inside_spread: bool | None) -> str:
+    """``"agrees"`` (the paper's better method ahead, outside the seed spread), ``"inside spread"``
+    (not told apart), ``"one seed"`` (no spread to judge) or ``"disagrees"`` (behind, outside the spread)."""
+    if inside_spread is None:
+        return "one seed"
+    if inside_spread:
+        return "inside spread"
+    return "agrees" if diff > 0 else "disagrees"
+
+
+_VERDICTS = {
+    "agrees": N_("agrees"),
+    "inside spread": N_("not told apart (inside the spread)"),
+    "one seed": N_("one seed: no spread"),
+    "disagrees": N_("disagrees"),
+}
+
+
+@_table
+def paper_claims_table(results: dict) -> str:
+    """Markdown table: each resolution claim of Heo et al. (2024) that the miniature can test
+    (:data:`posviz.vislab.results.PAPER_COMPARISONS`, "A > B"), per grid past the training one: the
+    paired difference A - B in accuracy points (mean ± std over seeds) and the verdict of
+    :func:`claim_verdict`. Method ids are code, the same in both editions."""
+    from ..vislab import glue_values
+
+    values = glue_values(results)
+    grids = [g for g in values["eval_grids"] if g > values["train_grid"]]
+    rows = []
+    for claim, per_grid in values["paper"].items():
+        a, b = claim.split(" > ")
+        cells = [f"`{a}` > `{b}`"]
+        for g in grids:
+            c = per_grid[g]
+            spread = "" if c["std"] is None else f" ± {100 * c['std']:.1f}"
+            cells.append(tr("{diff}{spread} points: {verdict}", diff=f"{100 * c['diff']:+.1f}", spread=spread,
+                            verdict=tr(_VERDICTS[claim_verdict(c["diff"], c["inside_spread"])])))
+        rows.append(cells)
+    head = [tr("claim (Heo et al., 2024)"), *[tr("at {n}×{n}", n=g) for g in grids]]
+    return _rows(head, rows)

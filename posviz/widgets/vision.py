@@ -45,7 +45,7 @@ def _update(method: str, grid: int, train_grid: int, row: int, col: int) -> go.F
     shapes = [{"type": "rect", "x0": -0.5, "y0": -0.5, "x1": train_grid - 0.5, "y1": train_grid - 0.5,
                "line": {"color": "#2ca02c", "width": 3}, "visible": state["past"]}]
     fig.update_layout(
-        shapes=shapes,
+        shapes=shapes, xaxis={"range": [-0.5, grid - 0.5]}, yaxis={"range": [grid - 0.5, -0.5]},
         title={"text": tr("{method}: {grid}×{grid} patches, trained on {train}×{train}, query patch ({row}, {col})",
                           method=tr(_METHOD_NAMES[method]), grid=grid, train=train_grid, row=row, col=col)},
     )
@@ -55,16 +55,15 @@ def _update(method: str, grid: int, train_grid: int, row: int, col: int) -> go.F
 def _figure() -> go.Figure:
     fig = go.Figure([
         go.Heatmap(z=[[0.0]], colorscale="Viridis",
-                   colorbar={"orientation": "h", "y": -0.18, "yanchor": "top", "thickness": 10, "len": 0.9,
-                             "title": {"side": "top"}},
+                   colorbar={"thickness": 12, "len": 0.9, "title": {"side": "right"}},
                    hovertemplate=tr("key patch (row %{y}, col %{x})<br>value %{z:.3f}") + "<extra></extra>"),
         go.Scatter(x=[0], y=[0], mode="markers", marker={"symbol": "x", "size": 12, "color": "#000000"},
                    name=tr("query patch"), hoverinfo="skip", showlegend=False),
     ])
     fig.update_layout(
-        height=560, margin={"t": 70, "b": 130, "l": 50, "r": 20}, title={"y": 0.97, "yanchor": "top"},
+        height=560, margin={"t": 70, "b": 60, "l": 50, "r": 20}, title={"y": 0.97, "yanchor": "top"},
         xaxis={"title": {"text": tr("column")}, "constrain": "domain"},
-        yaxis={"title": {"text": tr("row")}, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
+        yaxis={"title": {"text": tr("row")}, "scaleanchor": "x", "constrain": "domain"},
     )
     fig.layout.template = go.layout.Template(layout=pio.templates["plotly"].layout)
     return fig
