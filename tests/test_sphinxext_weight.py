@@ -52,6 +52,9 @@ def test_the_parser_gives_back_every_byte_of_the_themes_stylesheet() -> None:
         ("[class*=b-]{x:1}div{y:2}:root{--z:3}", (), "[class*=b-]{x:1}div{y:2}:root{--z:3}"),
         ('.a:before{content:"}{"}.b{x:1}', ("a",), '.a:before{content:"}{"}'),  # braces in strings
         ("/* .b { */.a{x:1}/* } */", ("a",), "/* .b { */.a{x:1}/* } */"),  # and in comments
+        ("/* spacing, borders */\n.b,\n.a{x:1}", ("a",), "\n.a{x:1}"),  # a comma in a comment (myst-nb's)
+        ("/* one, two */.a,.b{x:1}", ("a",), "/* one, two */.a{x:1}"),
+        ('[title="p,.b"],.a{x:1}', ("a",), '[title="p,.b"],.a{x:1}'),
         (".md\\:flex{x:1}", (), ".md\\:flex{x:1}"),  # an escaped name is kept, never misread
         ("@font-face{font-family:F}@keyframes k{from{x:0}}", (), "@font-face{font-family:F}@keyframes k{from{x:0}}"),
         ('@charset "UTF-8";.b{x:1}', (), '@charset "UTF-8";'),
@@ -179,3 +182,52 @@ def test_a_built_site_is_slim(tmp_path: Path) -> None:
     first = {p: p.read_bytes() for p in static.rglob("*.css")} | {p: p.read_bytes() for p in static.rglob("*.woff2")}
     build()
     assert all(p.read_bytes() == data for p, data in first.items())
+
+
+def _rules(css: str) -> list[tuple[str, list[str], str]]:
+    """Every rule as a CSS parser reads it (tinycss2, independent of ours): (the at-rules around
+    it, its selectors, its declarations), with no parse error anywhere."""
+    tinycss2 = pytest.importorskip("tinycss2")
+    out = []
+
+    def walk(nodes: list, where: str) -> None:
+        for node in nodes:
+            assert node.type != "error", node
+            if node.type == "qualified-rule":
+                parts: list[list] = [[]]
+                for token in node.prelude:  # brackets and functions are nested blocks: these commas are top-level
+                    if token.type == "literal" and token.value == ",":
+                        parts.append([])
+                    elif token.type != "comment":
+                        parts[-1].append(token)
+                selectors = [tinycss2.serialize(part).strip() for part in parts]
+                out.append((where, selectors, tinycss2.serialize(node.content).strip()))
+            elif node.type == "at-rule" and node.content is not None and node.lower_at_keyword in ("media", "supports"):
+                walk(tinycss2.parse_rule_list(node.content), where + tinycss2.serialize(node.prelude))
+
+    walk(tinycss2.parse_stylesheet(css, skip_whitespace=True), "")
+    return out
+
+
+@pytest.mark.parametrize(
+    "sheet",
+    [
+        THEME_CSS,
+        THEME_STATIC.parents[3] / "sphinx_book_theme/theme/sphinx_book_theme/static/styles/sphinx-book-theme.css",
+        Path(pytest.importorskip("myst_nb").__file__).parent / "static/mystnb.css",
+    ],
+    ids=["pydata", "sphinx-book", "mystnb"],
+)
+def test_a_purged_stylesheet_is_the_same_rules_less_dead_selectors(sheet: Path) -> None:
+    """Read by a CSS parser, the purged sheet is the original's rules in order, each with the
+    same declarations and only the selectors that survive; the others gone (half the classes)."""
+    css = sheet.read_text(encoding="utf-8")
+    names = sorted({c for _, selectors, _ in _rules(css) for s in selectors for c in required_classes(s)})
+    used = set(names[::2])
+    expected = []
+    for where, selectors, body in _rules(css):
+        kept = [s for s in selectors if required_classes(s) <= used]
+        if kept:
+            expected.append((where, kept, body))
+    assert len(expected) < len(_rules(css))
+    assert _rules(purge_css(css, used.__contains__)) == expected

@@ -89,9 +89,17 @@ def css_blocks(css: str) -> list[tuple[str, str | None]]:
 
 
 def _split_selectors(prelude: str) -> list[str]:
-    """A selector list split at its top-level commas (exactly: ``",".join`` gives it back)."""
-    parts, depth, start = [], 0, 0
-    for i, c in enumerate(prelude):
+    """A selector list split at its top-level commas, never inside brackets, strings or comments
+    (exactly: ``",".join`` gives it back)."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(prelude):
+        c = prelude[i]
+        if c in "\"'":
+            i = _skip_string(prelude, i)
+            continue
+        if prelude.startswith("/*", i):
+            i = _skip_comment(prelude, i)
+            continue
         if c in "([":
             depth += 1
         elif c in ")]":
@@ -99,6 +107,7 @@ def _split_selectors(prelude: str) -> list[str]:
         elif c == "," and depth == 0:
             parts.append(prelude[start:i])
             start = i + 1
+        i += 1
     parts.append(prelude[start:])
     return parts
 
