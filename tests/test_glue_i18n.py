@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from test_sphinxext_i18n import _build, fake_mathjax  # noqa: F401  (the fixture, shared)
 
-from posviz.sphinxext._glue import ungrouped_spec, ungrouped_text
+from posviz.sphinxext._glue import chinese_number_text, ungrouped_spec, ungrouped_text
 
 PAGE = (
     "# Page\n\n"
     "Context {glue:text}`ctx:,` tokens, base {glue:text}`base:,.0f`, {glue:text}`ratio:,.2f` and "
-    "{glue:text}`wave` positions, head {glue:text}`head`.\n"
+    "{glue:text}`wave` positions, head {glue:text}`head`, bias {glue:text}`neg:.2f`.\n"
 )
 SAVED = {
     "ctx": {"data": {"text/plain": "8192"}},
@@ -27,12 +27,13 @@ SAVED = {
     "ratio": {"data": {"text/plain": "1234.5678"}},
     "wave": {"data": {"text/plain": "'60 000'"}},  # a value glued already formatted (book/rope.md)
     "head": {"data": {"text/plain": "'GPT-3 175B'"}},  # a space between two numbers is no separator
+    "neg": {"data": {"text/plain": "-0.8712"}},  # Chinese writes the minus sign U+2212
 }
 CATALOG = {
     "Page": "页面",
     PAGE.split("\n\n")[1].strip(): (
         "上下文 {glue:text}`ctx:,` 个词元，基数 {glue:text}`base:,.0f`，{glue:text}`ratio:,.2f` 与 "
-        "{glue:text}`wave` 个位置，头 {glue:text}`head`。"
+        "{glue:text}`wave` 个位置，头 {glue:text}`head`，偏置 {glue:text}`neg:.2f`。"
     ),
 }
 
@@ -49,13 +50,14 @@ def _text(tmp_path: Path, language: str) -> str:
 
 def test_chinese_glued_numbers_are_plain_digits(tmp_path: Path, fake_mathjax: Path) -> None:  # noqa: F811
     text = _text(tmp_path, "zh_CN")
-    assert "上下文 8192 个词元，基数 500000，1234.57 与 60000 个位置，头 GPT-3 175B。" in text, text
+    assert "上下文 8192 个词元，基数 500000，1234.57 与 60000 个位置，头 GPT-3 175B，偏置 \u22120.87。" in text, text
     assert not re.search(r"\d,\d{3}", text), text
 
 
 def test_english_glued_numbers_keep_their_separators(tmp_path: Path, fake_mathjax: Path) -> None:  # noqa: F811
     text = _text(tmp_path, "en")
-    assert "Context 8,192 tokens, base 500,000, 1,234.57 and 60 000 positions, head GPT-3 175B." in text, text
+    english = "Context 8,192 tokens, base 500,000, 1,234.57 and 60 000 positions, head GPT-3 175B, bias -0.87."
+    assert english in text, text
 
 
 @pytest.mark.parametrize(
@@ -81,6 +83,23 @@ def test_the_grouping_option_and_only_it_leaves_the_spec(spec: str, plain: str) 
 )
 def test_glued_text_loses_thousands_separators_only(text: str, plain: str) -> None:
     assert ungrouped_text(text) == plain
+
+
+@pytest.mark.parametrize(
+    ("text", "chinese"),
+    [
+        ("-0.87", "\u22120.87"),
+        ("x = -15.75", "x = \u221215.75"),
+        ("(-1.68 ± 0.05)", "(\u22121.68 ± 0.05)"),
+        ("-8,192.5", "\u22128192.5"),
+        ("1-2", "1-2"),  # a range, not a sign
+        ("rope-pi", "rope-pi"),
+        ("L_max-1", "L_max-1"),
+        ("1e-05", "1e-05"),
+    ],
+)
+def test_a_glued_negative_number_takes_the_minus_sign_in_chinese(text: str, chinese: str) -> None:
+    assert chinese_number_text(text) == chinese
 
 
 # --- figures and the lab's tables: the same style (posviz.i18n.translate_figure) ---------------

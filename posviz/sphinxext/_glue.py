@@ -13,7 +13,9 @@ Numbers follow the edition's style. A Chinese page writes them in plain digits (
 glossary's and the preface's style): in a language of :data:`posviz.i18n.UNGROUPED` a
 ``{glue:text}`` role's format spec loses its thousands separator (``key:,`` shows 8192 there and
 8,192 in English), and a value glued as an already formatted string (``"60 000"``) loses its
-separators too (:func:`ungrouped_text`). Every other language is left as myst-nb formats it.
+separators too (:func:`ungrouped_text`), and a negative number takes the minus sign U+2212
+(−0.87, as the Chinese prose and math write it; :func:`chinese_number_text`). Every other
+language is left as myst-nb formats it.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ _GROUPING_OPTION = re.compile(r"[,_](?=(?:\.\d+)?[A-Za-z%]?$)")
 # between two numbers of a phrase ("GPT-3 175B") is no separator.
 _COMMA_GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d,])")
 _SPACE_GROUPED = re.compile(r"\s*[-+\u2212]?\d{1,3}(?:[\u202f\u2009\u00a0 ]\d{3})+(?:\.\d+)?\s*")
+# A hyphen-minus that is a number's sign: before a digit (or ".5"), not after a word, a digit or a
+# closing bracket (so 1-2, rope-pi, x-1 and L_max-1 keep theirs).
+_ASCII_MINUS = re.compile(r"(?<![\w.)\]}])-(?=\.?\d)")
 
 
 def ungrouped_spec(spec: str) -> str:
@@ -53,6 +58,11 @@ def ungrouped_text(text: str) -> str:
     if _SPACE_GROUPED.fullmatch(text):
         return re.sub(r"[\u202f\u2009\u00a0 ](?=\d{3})", "", text)
     return _COMMA_GROUPED.sub(lambda m: m.group(0).replace(",", ""), text)
+
+
+def chinese_number_text(text: str) -> str:
+    """Glued text as a Chinese page writes numbers: plain digits and U+2212 (``-8,192.5`` -> ``−8192.5``)."""
+    return _ASCII_MINUS.sub("\u2212", ungrouped_text(text))
 
 
 def _language(document: nodes.document) -> str:
@@ -98,7 +108,7 @@ def paste_text(role: roles.PasteTextRole) -> tuple[list[nodes.Node], list[nodes.
     pasted, messages = _original_text_run(role)
     for node in pasted:
         for text in node.findall(nodes.Text):
-            text.parent.replace(text, nodes.Text(ungrouped_text(str(text))))
+            text.parent.replace(text, nodes.Text(chinese_number_text(str(text))))
     return pasted, messages
 
 
