@@ -132,3 +132,31 @@ def test_the_figure_draws_in_chinese(results: dict) -> None:
     english = accuracy_figure(results)
     assert fig.layout.title.text != english.layout.title.text
     assert any("\u4e00" <= ch <= "\u9fff" for ch in fig.layout.title.text + fig.layout.xaxis.title.text)
+
+
+def test_the_published_run_is_the_full_configuration_and_its_glue_follows() -> None:
+    """The committed run (what the chapter glues) validates, is the full configuration, ran every
+    method on every seed at every grid, and its glue values are its own numbers."""
+    from posviz.vislab import PUBLISHED, full_config, load_published
+    from posviz.vislab.config import check_publishable
+
+    results = load_published()
+    cfg = results["config"]
+    full = full_config(workers=cfg["workers"], threads=cfg["threads"]).to_dict()
+    assert cfg == full
+    check_publishable(full_config(workers=cfg["workers"], threads=cfg["threads"]))
+    assert results["method_order"] == list(full["methods"]) and results["eval_grids"] == [8, 12, 16]
+    assert results["code"]["git_commit"] and PUBLISHED.name == "resolution.json"
+    g = glue_values(results)
+    best = g["best_past_training"]
+    assert all(g["accuracy"][best][16]["mean"] >= g["accuracy"][m][16]["mean"] for m in results["method_order"])
+    # no positions: a constant answer at best, i.e. at most the held-out set's majority label (+ noise)
+    import torch
+
+    from posviz.vislab.task import make_examples, stream
+
+    for i, grid in enumerate(results["eval_grids"]):
+        labels = make_examples(cfg["n_heldout"], grid, stream("heldout", grid))[1]
+        majority = float(torch.bincount(labels, minlength=4).max()) / cfg["n_heldout"]
+        assert g["majority_class"][grid] == majority
+        assert results["methods"]["none"]["aggregate"]["accuracy"]["max"][i] <= majority + 0.05

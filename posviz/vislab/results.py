@@ -13,7 +13,10 @@ import math
 import os
 from pathlib import Path
 
+import torch
+
 from ..lab.results import inside_spread, machine_info, paired_differences, summarize, summarize_lists
+from .task import make_examples, stream
 
 __all__ = [
     "PAPER_COMPARISONS",
@@ -166,6 +169,8 @@ def glue_values(results: dict) -> dict:
       inside the seed spread (:func:`posviz.lab.inside_spread`; the baseline left out);
     * ``"paper"``: for each pair of :data:`PAPER_COMPARISONS` present, ``"A > B"`` -> grid ->
       ``{"diff": mean paired difference A - B, "std", "inside_spread", "agrees": diff > 0 and not inside the spread}``;
+    * ``"majority_class"``: grid -> the share of the held-out images' most frequent label (what a
+      constant answer scores; 0.25 up to sampling: 512 images give a standard error of about 0.02);
     * ``"wall_minutes"``: the run's wall time, ``"workers"``: its processes.
     """
     validate_results(results)
@@ -211,6 +216,10 @@ def glue_values(results: dict) -> dict:
         },
         "inside_spread": inside,
         "paper": paper,
+        "majority_class": {
+            g: float(torch.bincount(make_examples(n, g, stream("heldout", g))[1], minlength=4).max()) / n
+            for g, n in ((g, results["config"]["n_heldout"]) for g in grids)
+        },
         "wall_minutes": results["wall_seconds"] / 60.0,
         "workers": results["machine"].get("workers", 1),
     }
