@@ -2,8 +2,8 @@
 
 Examples::
 
-    python -m posviz.vislab --quick --threads 1            # smoke run (114 s CPU, measured) -> results/resolution-quick/
-    python -m posviz.vislab --workers 2 --publish          # the full run the book shows (854 s wall, measured)
+    python -m posviz.vislab --quick --threads 1     # smoke run (114 s CPU, measured) -> results/resolution-quick/
+    python -m posviz.vislab --workers 2 --publish   # the full run the book shows (854 s wall, measured)
     python -m posviz.vislab --methods none rope-axial --seeds 0 --eval-grids 8 16 --out /tmp/vislab
 
 ``--workers N`` runs the training runs in N processes of ``--threads`` torch threads each (default
