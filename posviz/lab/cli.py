@@ -2,12 +2,17 @@
 
 Examples::
 
-    python -m posviz.lab --quick --threads 1      # 71 s of CPU time (measured) -> results/extrapolation-quick/
-    python -m posviz.lab --threads 1 --publish    # the full run the book shows (30 runs; 81 min, 1 busy thread)
+    python -m posviz.lab --quick --threads 1      # ~1.5 min of CPU time (estimate) -> results/extrapolation-quick/
+    python -m posviz.lab --threads 1 --publish    # the full run the book shows: every method (60 runs; the 30
+                                                  # of rounds one and two took 81 min on 1 busy thread)
     python -m posviz.lab --methods rope alibi --seeds 0 1 --train-len 32 --out /tmp/lab
     python -m posviz.lab --replot --out /tmp/lab  # redraw the HTML from /tmp/lab/results.json
     python -m posviz.lab --threads 1 --methods rope rope-yarn --merge-into posviz/lab/published/extrapolation.json
                                                   # add a RoPE variant to the published run (rope retrained only)
+
+``--quick`` runs ``posviz.lab.config.QUICK_METHODS``: the classic rows and one round-three method
+per family (``rope-random``, ``fire``, ``cope``, ``xpos``), to stay within about 2 minutes of CPU
+time; ``--methods`` runs any other (``learned-random``, ``kerple-log``).
 
 Bigger runs, no code to edit::
 
@@ -103,16 +108,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--quick",
         action="store_true",
         help="the same as --preset quick: trained at 32 bytes, evaluated at 32-512, d=64, 2 layers, 170 steps "
-        "of 16 windows, 2 seeds, every method (7 trained, 6 rope-* evaluation rows), no learning-rate search. "
-        "Measured with --threads 1: 71 s of CPU time (about the wall time on a free core); 6 min of wall time "
-        "on a busy shared 2-core machine (load about 10)",
+        "of 16 windows, 2 seeds, no learning-rate search; methods: the 7 classic trained ones, the 6 rope-* "
+        "evaluation rows and one round-three method per family (rope-random, fire, cope, xpos; learned-random "
+        "and kerple-log only with --methods). Measured with --threads 1 on a busy shared 2-core machine: 143 s "
+        "of CPU time at load 8-9 (10 min of wall time); the 13 rows of rounds one and two alone took 112 s there "
+        "at load 13-21 and 71 s on a free core, so about 90-105 s of CPU time on a free core (an estimate)",
     )
     run.add_argument(
         "--preset",
         choices=tuple(PRESETS),
         default=None,
-        help="full (default: the published run, d=128, 3 layers, 400 steps, 3 seeds, lr search; 81 min of one "
-        "busy CPU thread); quick (see --quick); gpu (one modern GPU in about 10 min, an estimate: trained at "
+        help="full (default: the published run, d=128, 3 layers, 400 steps, 3 seeds, lr search, every method; "
+        "its 30 runs of rounds one and two took 81 min of one busy CPU thread, round three adds 30); "
+        "quick (see --quick); gpu (one modern GPU in about 10 min, an estimate: trained at "
         "256 bytes, evaluated to 4096, d=384, 6 layers, 10.7M parameters, 2000 steps of 64 windows, 1 seed)",
     )
     run.add_argument(

@@ -143,10 +143,11 @@ def full_config(**overrides: object) -> LabConfig:
 
 
 def quick_config(**overrides: object) -> LabConfig:
-    """71 s of CPU time on one thread (measured; see ``posviz.lab.cli``): trained at 32 bytes and
-    evaluated at 32-512 (16x), d=64, 2 layers, 170 steps of 16 windows at a higher learning rate
-    (6e-3), 2 seeds, every method (the seven trained ones and the six rope-* evaluation rows), 4k
-    held-out tokens, and no learning-rate search (position multiplier fixed at 10). The orderings
+    """About 1.5 min of CPU time on one thread (an estimate from measurements on a loaded machine:
+    see ``posviz.lab.cli``): trained at 32 bytes and evaluated at 32-512 (16x), d=64, 2 layers, 170
+    steps of 16 windows at a higher learning rate (6e-3), 2 seeds, :data:`QUICK_METHODS` (the seven
+    classic trained methods, the six rope-* evaluation rows and one round-three method per family),
+    4k held-out tokens, and no learning-rate search (position multiplier fixed at 10). The orderings
     the chapter discusses (learned cannot run, sinusoidal and RoPE degrade with length, ALiBi and
     Shaw stay flat, NTK-aware scaling beats PI) come out as in the full run; the perplexities are
     higher (a far smaller model and shorter training)."""
