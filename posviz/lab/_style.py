@@ -26,6 +26,12 @@ METHOD_COLORS: dict[str, str] = {
     "rope-dynamic": "#9edae5",
     "rope-llama3": "#e377c2",
     "alibi": "#d62728",
+    "learned-random": "#c49c94",
+    "rope-random": "#006d2c",
+    "fire": "#393b79",
+    "kerple-log": "#8c6d31",
+    "cope": "#843c39",
+    "xpos": "#637939",
 }
 _LABELS = {
     "none": N_("NoPE (none)"),
@@ -41,6 +47,12 @@ _LABELS = {
     "rope-dynamic": N_("RoPE + dynamic NTK (factor 2)"),
     "rope-llama3": N_("RoPE + llama3 by-parts"),
     "alibi": N_("ALiBi"),
+    "learned-random": N_("learned, randomized positions"),
+    "rope-random": N_("RoPE, randomized positions"),
+    "fire": N_("FIRE"),
+    "kerple-log": N_("KERPLE (log)"),
+    "cope": N_("CoPE"),
+    "xpos": N_("xPos"),
 }
 _PAPER_SET = ("sinusoidal", "rope", "t5", "alibi")  # the ALiBi paper's Figure 1
 
