@@ -483,6 +483,7 @@ def _problems(text: str, ui_words: set[str]) -> list[str]:
     if m := re.search(r"(?<![\w.,-])\d{1,3}(?:[, \u2009\u202f]\d{3})+(?![\w,])|\d %(?!\{)", text):
         problems.append(f"a number with a separator: {m.group(0)!r}")  # Chinese writes 10000 and 90%
     bare = re.sub(r"“[^”]*”", " ", text)  # a quoted example sentence is data, not UI
+    bare = re.sub(r"%\{[^}]*\}", " ", bare)  # Plotly's %{text}, %{x:,}: placeholders, not words
     words = re.findall(r"(?<![\w_])[A-Za-z]{3,}(?![\w_])", bare)
     left = sorted({w for w in words if w.lower() in ui_words and w not in SENTENCE_WORDS})
     if left:
