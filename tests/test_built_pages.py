@@ -218,9 +218,10 @@ def _ui_texts(page: Path) -> list[str]:
 def _ids() -> frozenset[str]:
     from posviz.lab.model import ALL_METHODS
     from posviz.models.released import RELEASED
+    from posviz.vislab.positions import METHODS as VISION_METHODS  # the miniature's ids (its tables' rows)
 
     models = {*RELEASED, *(re.sub(r"-[\w.]*\d[\w.]*$", "", name) for name in RELEASED)}  # gpt-oss-20b, gpt-oss
-    return frozenset({*ALL_METHODS, *models, *FORMULA_NAMES, *UNITS, *posviz.__all__})
+    return frozenset({*ALL_METHODS, *VISION_METHODS, *models, *FORMULA_NAMES, *UNITS, *posviz.__all__})
 
 
 def _latin_words(text: str) -> list[str]:
