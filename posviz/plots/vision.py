@@ -282,9 +282,10 @@ def mrope_ids_figure(segments: Sequence[int | tuple], *, spatial_merge_size: int
         fig.add_annotation(x=start[0] + (start[1] - start[0] - 1) / 2, y=1.0, yref="paper", yanchor="bottom",
                            text=kind, showarrow=False, font={"size": 12})
     fig.update_layout(
-        height=300, margin={"t": 90, "b": 60, "l": 80, "r": 24},
+        height=300, margin={"t": 90, "b": 60, "l": 95, "r": 24},
         title={"text": tr("M-RoPE position ids, one column per token"), "y": 0.96, "yanchor": "top"},
-        xaxis={"title": {"text": tr("token index")}, "dtick": 2}, yaxis={"autorange": "reversed"},
+        xaxis={"title": {"text": tr("token index")}, "dtick": 2},
+        yaxis={"autorange": "reversed", "title": {"text": tr("id axis")}},
     )
     return fig
 
