@@ -92,6 +92,7 @@ class KerpleLogBias(nn.Module):
         self.r2.clamp_(min=self.eps)
 
     def forward(self, length: int) -> torch.Tensor:
+        r"""The bias :math:`-r_1 \log(1 + r_2 |m - n|)` of every head, ``(n_heads, length, length)``."""
         self.project()
         return kerple_log_bias(self.r1, self.r2, length)  # (nh, T, T)
 
@@ -218,6 +219,7 @@ class FIRE(nn.Module):
         return fire_normalized_distance(length, self.c, self.threshold, eps=self.eps)
 
     def forward(self, length: int) -> torch.Tensor:
+        r"""The bias :math:`f_\theta(u_{ij})` of every head, ``(n_heads, length, length)``."""
         u = self.normalized_distance(length)  # (T, T)
         bias = self.mlp(u.unsqueeze(-1))  # f_theta(u), (T, T, nh)
         return bias.permute(2, 0, 1)  # (nh, T, T)
