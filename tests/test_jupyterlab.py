@@ -274,6 +274,9 @@ SIGNATURE = r"""(out) => {
     if (title) parts[`trace ${i} title`] = hash(String(title));
   });
   parts.annotations = hash(JSON.stringify(((gd.layout || {}).annotations || []).map(a => a.text)));
+  // a drawn shape's place (the vision explorer's training-grid outline): a visible change, unlike a title's words
+  parts.shapes = hash(JSON.stringify(((gd.layout || {}).shapes || []).map(
+    sh => [sh.visible, sh.x0, sh.x1, sh.y0, sh.y1])));
   return JSON.stringify(parts);
 }"""
 

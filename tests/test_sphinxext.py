@@ -213,7 +213,7 @@ def test_every_figure_has_a_text_alternative() -> None:
     name, words = describe_figure(json.loads(fig.to_json()))
     assert name == "Attention at m = 3"
     assert "heat map and line chart" in words and "x axis: key n" in words and "Colour: weight" in words
-    assert "Series: a_m" in words and "A slider (m) steps through 4 values, 0 to 3; it opens at 1." in words
+    assert "Series: aₘ" in words and "A slider (m) steps through 4 values, 0 to 3; it opens at 1." in words
     html = plotly_html(json.loads(fig.to_json()), "k")
     assert html.startswith('<figure class="posviz-figure" aria-label="Attention at m = 3" aria-describedby="plotly-')
     assert "<figcaption" in html and 'role="img"' not in html  # the plot's slider and buttons stay reachable
