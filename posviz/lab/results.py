@@ -12,7 +12,7 @@ import math
 import os
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -21,6 +21,8 @@ from .._runtime import machine_info as _machine_info
 
 __all__ = [
     "PUBLISHED",
+    "check_paired",
+    "write_json",
     "SCHEMA",
     "SCHEMA_VERSION",
     "load_previous",
@@ -192,22 +194,35 @@ def validate_results(results: dict) -> None:
         _check(isinstance(rerun, dict) and isinstance(rerun.get("rows"), list), f"reruns[{i}] needs a list 'rows'")
         for name in rerun["rows"] + rerun.get("verified_identical", []):
             _check(name in results["methods"], f"reruns[{i}] names {name!r}, which is not a method")
+    check_paired(results, n, _check)
+
+
+def check_paired(results: dict, n: int, check: Callable[[bool, str], None]) -> None:
+    """The ``paired`` block of a results file (:func:`paired_summary`'s shape), if it has one: its
+    baseline is a method, it covers every method, and each list has ``n`` entries (one per evaluated
+    length or grid). ``check(cond, msg)`` raises the caller's schema error. Shared with
+    :mod:`posviz.vislab`."""
     paired = results.get("paired")
     if paired is not None:
-        _check(paired["baseline"] in results["methods"], "paired.baseline is not a method")
-        _check(set(paired["methods"]) == set(results["methods"]), "paired.methods and methods disagree")
+        check(paired["baseline"] in results["methods"], "paired.baseline is not a method")
+        check(set(paired["methods"]) == set(results["methods"]), "paired.methods and methods disagree")
         for name, p in paired["methods"].items():
             for key in ("diff", "mean", "std", "min", "max", "inside_spread"):
-                _check(len(p[key]) == n, f"paired.methods.{name}.{key} needs {n} entries")
+                check(len(p[key]) == n, f"paired.methods.{name}.{key} needs {n} entries")
 
 
-def save_results(results: dict, path: str | os.PathLike) -> Path:
-    """Validate, then write ``results`` as indented JSON (``allow_nan=False``: no NaN sneaks in)."""
-    validate_results(results)
+def write_json(results: dict, path: str | os.PathLike) -> Path:
+    """Write ``results`` as indented JSON (``allow_nan=False``: no NaN sneaks in), making its folder."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=1, allow_nan=False) + "\n")
     return path
+
+
+def save_results(results: dict, path: str | os.PathLike) -> Path:
+    """Validate, then write ``results`` (:func:`write_json`)."""
+    validate_results(results)
+    return write_json(results, path)
 
 
 def load_results(path: str | os.PathLike) -> dict:

@@ -15,7 +15,15 @@ from pathlib import Path
 
 import torch
 
-from ..lab.results import inside_spread, machine_info, paired_differences, summarize, summarize_lists
+from ..lab.results import (
+    check_paired,
+    inside_spread,
+    machine_info,
+    paired_differences,
+    summarize,
+    summarize_lists,
+    write_json,
+)
 from .task import make_examples, stream
 
 __all__ = [
@@ -126,22 +134,13 @@ def validate_results(results: dict) -> None:
             _check(len(m["aggregate"]["accuracy"][stat]) == n, f"{where}.aggregate.accuracy.{stat} needs {n}")
         for point in m["lr_search"]:
             _check(len(point["accuracy"]) == n, f"{where}.lr_search[].accuracy needs {n}")
-    paired = results.get("paired")
-    if paired is not None:
-        _check(paired["baseline"] in results["methods"], "paired.baseline is not a method")
-        _check(set(paired["methods"]) == set(results["methods"]), "paired.methods and methods disagree")
-        for name, p in paired["methods"].items():
-            for key in ("diff", "mean", "std", "min", "max", "inside_spread"):
-                _check(len(p[key]) == n, f"paired.methods.{name}.{key} needs {n} entries")
+    check_paired(results, n, _check)
 
 
 def save_results(results: dict, path: str | os.PathLike) -> Path:
     """Validate, then write ``results`` as indented JSON (no NaN)."""
     validate_results(results)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=1, allow_nan=False) + "\n")
-    return path
+    return write_json(results, path)
 
 
 def load_results(path: str | os.PathLike) -> dict:
