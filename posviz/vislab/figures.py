@@ -90,12 +90,12 @@ def accuracy_figure(results: dict) -> go.Figure:
         title={"text": tr(
             "Trained at {grid}, evaluated larger: held-out accuracy (mean over {seeds} seeds, bars min–max)",
             grid=_grid(train), seeds=len(cfg["seeds"]),
-        )},
+        ), "y": 0.98, "yanchor": "top"},  # at the top, clear of the menu above the plot (a phone wraps it)
         xaxis={"title": {"text": tr("grid size (patches per side; trained at {grid})", grid=_grid(train))},
                "tickvals": grids, "ticktext": [_grid(g) for g in grids]},
         yaxis={"title": {"text": tr("accuracy (%; chance 25%)")}, "range": [0, 102]},
         legend={"orientation": "h", "y": -0.25},
-        margin={"l": 60, "r": 20, "t": 70, "b": 40},
+        margin={"l": 60, "r": 20, "t": 110, "b": 40},
         updatemenus=[{"type": "dropdown", "buttons": buttons, "x": 1.0, "xanchor": "right", "y": 1.0,
                       "yanchor": "bottom", "showactive": True}],
         template="plotly_white",
