@@ -10,6 +10,26 @@ from __future__ import annotations
 __all__ = ["glue"]
 
 
+FIELDS_KEY = "posviz_i18n_fields"
+"""Where a glued phrase keeps the messages of its fields that are phrases too (English -> message)."""
+
+
+def _nested_messages(message: list, depth: int = 0) -> dict[str, list]:
+    """English text -> ``[msgid, fields]`` of every field of ``message`` (at any depth) that
+    :func:`posviz.i18n.tr` made: what translating the phrase later needs besides its own message."""
+    from .i18n import message_of
+
+    found: dict[str, list] = {}
+    if depth > 8:
+        return found
+    for value in message[1].values():
+        inner = message_of(value) if isinstance(value, str) else None
+        if inner is not None:
+            found[value] = inner
+            found.update(_nested_messages(inner, depth + 1))
+    return found
+
+
 def glue(name: str, variable: object, display: bool = True) -> None:
     """Bind ``variable`` to ``name`` for the prose's ``{glue:text}`` roles (myst-nb's ``glue``).
 
@@ -44,4 +64,7 @@ def glue(name: str, variable: object, display: bool = True) -> None:
     prefix = "" if display else GLUE_PREFIX
     metadata["scrapbook"] = {"name": name, "mime_prefix": prefix}
     metadata[META_KEY] = message
+    nested = _nested_messages(message)  # fields that are phrases themselves (a list, a label)
+    if nested:
+        metadata[FIELDS_KEY] = nested
     show({prefix + k: v for k, v in bundle.items()}, raw=True, metadata=metadata)

@@ -162,3 +162,24 @@ def test_a_self_checks_answer_reads_plain_digits_in_chinese() -> None:
     data = self_check(Numeric("How many?", answer=786432, why="L × d")).to_json()
     assert 'data-shown="786432"' in SelfCheck.from_json(data, "zh_CN")._repr_html_()
     assert 'data-shown="786,432"' in SelfCheck.from_json(data, "en")._repr_html_()
+
+
+def test_a_glued_phrase_translates_its_phrase_fields_too() -> None:
+    """A glued phrase whose field is itself a phrase (a method's label, a list) is translated whole:
+    the field's message travels with the glue output (posviz.book.FIELDS_KEY)."""
+    from posviz.book import _nested_messages
+    from posviz.i18n import message_of, set_language, tr
+    from posviz.lab._style import _LABELS
+    from posviz.sphinxext._glue import translated_phrase
+
+    set_language("en")
+    label = tr(_LABELS["learned-random"])
+    phrase = tr("{name} − {other}, {k}×", name=label, other=tr(_LABELS["rope"]), k=16)
+    message = message_of(phrase)
+    fields = _nested_messages(message)
+    assert label in fields
+    chinese = translated_phrase(message, fields, "zh_CN")
+    assert "learned" not in chinese and "randomized" not in chinese, chinese
+    assert chinese.endswith("16×")
+    # without the fields the label stays English: what the glue did before
+    assert "randomized" in translated_phrase(message, {}, "zh_CN")

@@ -589,3 +589,21 @@ def test_tables_come_out_in_chinese_with_no_english_ui_word():
     assert data["text/markdown"] == paired_table(r) and data["text/plain"] == paired_table(r)
     assert translate_output(data["text/markdown"], metadata, "zh_CN") == paired_table(r).translated("zh_CN")
     assert translate_output("| a |", {}, "zh_CN") == "| a |"
+
+
+def test_select_methods_keeps_only_the_named_rows_in_file_order():
+    from posviz.lab import load_published, paired_table, perplexity_table, select_methods
+
+    published = load_published()
+    view = select_methods(published, ["rope", "none", "alibi"])
+    assert view["method_order"] == [m for m in published["method_order"] if m in {"rope", "none", "alibi"}]
+    assert set(view["methods"]) == {"none", "rope", "alibi"} == set(view["paired"]["methods"])
+    validate_results(view)
+    rows = [line.split("|")[1].strip() for line in perplexity_table(view).splitlines()[2:]]
+    assert rows == view["method_order"]
+    assert "| t5 " not in paired_table(view) and "| rope " in paired_table(view)
+    assert published["method_order"][-1] not in view["methods"]  # the file itself is untouched
+    with pytest.raises(ValueError, match=r"methods \['nope'\] are not in these results"):
+        select_methods(published, ["none", "nope"])
+    with pytest.raises(ValueError, match="must keep the paired baseline 'none'"):
+        select_methods(published, ["rope"])

@@ -158,6 +158,7 @@ from .results import (
     paired_differences,
     perplexity_ratio,
     save_results,
+    select_methods,
     validate_results,
 )
 from .tables import (
@@ -207,6 +208,7 @@ __all__ = [
     "quick_config",
     "run_experiment",
     "save_results",
+    "select_methods",
     "spread_words",
     "training_curve_figure",
     "validate_results",

@@ -34,6 +34,7 @@ __all__ = [
     "paired_summary",
     "perplexity_ratio",
     "save_results",
+    "select_methods",
     "summarize",
     "summarize_lists",
     "validate_results",
@@ -243,6 +244,29 @@ def load_previous() -> dict:
 def load_published() -> dict:
     """The committed full run (``PUBLISHED``), read and validated: what the book's chapter draws."""
     return load_results(PUBLISHED)
+
+
+def select_methods(results: dict, methods: Sequence[str]) -> dict:
+    """A view of ``results`` with only ``methods`` (in the file's own ``method_order``): what a
+    chapter that discusses some of the rows passes to the figures and tables. Everything else is
+    shared with ``results`` (not copied); the paired summary keeps its baseline, which must be kept.
+
+    Raises ``ValueError`` naming a method the results lack, or the paired baseline left out.
+    """
+    validate_results(results)
+    wanted = list(methods)
+    unknown = [m for m in wanted if m not in results["methods"]]
+    if unknown:
+        raise ValueError(f"methods {unknown} are not in these results; they have {results['method_order']}")
+    paired = results.get("paired")
+    if paired is not None and paired["baseline"] not in wanted:
+        raise ValueError(f"methods must keep the paired baseline {paired['baseline']!r}, got {wanted}")
+    view = dict(results)
+    view["method_order"] = [m for m in results["method_order"] if m in wanted]
+    view["methods"] = {m: results["methods"][m] for m in view["method_order"]}
+    if paired is not None:
+        view["paired"] = dict(paired, methods={m: e for m, e in paired["methods"].items() if m in wanted})
+    return view
 
 
 def perplexity_ratio(results: dict) -> dict[str, list[float | None]]:

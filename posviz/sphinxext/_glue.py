@@ -29,7 +29,8 @@ from docutils import nodes
 from myst_nb.core.variables import RetrievalError, VariableOutput
 from myst_nb.ext.glue import directives, roles, utils
 
-from ..i18n import META_KEY, UNGROUPED, translate
+from ..book import FIELDS_KEY
+from ..i18n import META_KEY, UNGROUPED, _translated_record, translate
 from ._language import edition_language
 
 _original = utils.retrieve_glue_data
@@ -81,6 +82,16 @@ def _saved_glue(document: nodes.document) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
+def translated_phrase(message: list, fields: dict[str, list], language: str) -> str:
+    """A glued phrase (``[msgid, fields]``) in ``language``, its fields that are phrases themselves
+    (``fields``: English -> message, :data:`posviz.book.FIELDS_KEY`) translated first."""
+    if not fields:
+        return translate(message[0], language, **message[1])
+    top = "\x00phrase"  # the phrase's own entry, under a key no English text has
+    phrase = _translated_record({**fields, top: message}, language).get(top)
+    return phrase if phrase is not None else translate(message[0], language, **message[1])
+
+
 def retrieve_glue_data(document: nodes.document, key: str) -> VariableOutput:
     """myst-nb's lookup, then the page's saved glue data for a document without a notebook."""
     try:
@@ -94,7 +105,7 @@ def retrieve_glue_data(document: nodes.document, key: str) -> VariableOutput:
         data, metadata = dict(saved["data"]), saved.get("metadata", {})
         message = metadata.get(META_KEY)  # a phrase made by posviz.i18n.tr (posviz.book.glue)
         if message and "text/plain" in data:
-            data["text/plain"] = repr(translate(message[0], _language(document), **message[1]))
+            data["text/plain"] = repr(translated_phrase(message, metadata.get(FIELDS_KEY) or {}, _language(document)))
         return VariableOutput(data=data, metadata=metadata, nb_renderer=None, vtype="glue")
 
 
