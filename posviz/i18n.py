@@ -28,7 +28,7 @@ import functools
 import os
 import re
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,6 +40,7 @@ __all__ = [
     "N_",
     "TranslationWarning",
     "get_language",
+    "join_list",
     "number",
     "plain_text",
     "set_language",
@@ -234,6 +235,44 @@ def number(text: str) -> str:
     """A number written for a figure (a slider step, a legend entry): ``text`` in English, and
     recorded, so that Chinese writes it without a thousands separator (``10,000`` -> ``10000``)."""
     return tr("{number}", number=text)
+
+
+def join_list(items: Iterable[str]) -> str:
+    """``items`` as a list in a sentence, in the current language: ``"a, b and c"`` in English,
+    ``"a、b 和 c"`` in Chinese (one item is itself, two are ``"a and b"`` / ``"a 和 b"``).
+
+    Made of two messages, ``"{some}, {next}"`` and ``"{some} and {last}"``, nested (as a balanced
+    tree, so a long list stays a few messages deep): a list made in English inside a
+    :func:`translatable` figure or a self-check is translated later like any nested :func:`tr`
+    field. Made live in Chinese, a space the message puts between two Chinese items goes
+    (:func:`tidy`: ``"甲、乙和丙"``; beside a Latin word or a number it stays). A list glued into
+    prose is translated at every level where the glue keeps the nested messages of its fields
+    (``posviz.book.glue``); where only the outer message is kept (a self-check's strings), a list of
+    up to two items is still one message.
+
+    Raises:
+        TypeError: ``items`` is a single string, or an item is not a string.
+        ValueError: ``items`` is empty.
+    """
+    if isinstance(items, str):
+        raise TypeError(f"items must be an iterable of strings, not one string: {items!r}")
+    items = list(items)
+    if not items:
+        raise ValueError("join_list needs at least one item, got none")
+    bad = [item for item in items if not isinstance(item, str)]
+    if bad:
+        raise TypeError(f"every item must be a str, got {bad[0]!r} ({type(bad[0]).__name__})")
+    if len(items) == 1:
+        return items[0]
+
+    def some(part: list[str]) -> str:  # "a, b, c" as nested "{some}, {next}" messages, balanced
+        if len(part) == 1:
+            return part[0]
+        half = len(part) // 2
+        return tr("{some}, {next}", some=some(part[:half]), next=some(part[half:]))
+
+    text = tr("{some} and {last}", some=some(items[:-1]), last=items[-1])
+    return tidy(text, get_language()) if get_language() == "zh_CN" else text
 
 
 def _plain(value: Any) -> str | int | float:

@@ -557,3 +557,55 @@ def test_the_checks_see_each_reported_defect() -> None:
     ):
         assert _problems(bad, ui), bad
     assert _problems("可学习的位置表，L_max × d（d = 768）；o′_m − o_(π(m))；GPT-3 175B；90%；10000", ui) == []
+
+
+def test_join_list_writes_an_english_list() -> None:
+    from posviz.i18n import join_list
+
+    assert join_list(["a"]) == "a"
+    assert join_list(["a", "b"]) == "a and b"
+    assert join_list(["a", "b", "c"]) == "a, b and c"
+    assert join_list(iter(["sincos-2d", "swin-bias", "rope-axial", "learned", "none"])) == (
+        "sincos-2d, swin-bias, rope-axial, learned and none"
+    )
+
+
+def test_join_list_writes_a_chinese_list_live() -> None:
+    from posviz.i18n import join_list
+
+    set_language("zh_CN")
+    assert join_list(["a", "b", "c"]) == "a、b 和 c"
+    assert join_list(["a", "b"]) == "a 和 b"
+    assert join_list(["a", "b", "c", "d", "e"]) == "a、b、c、d 和 e"
+    assert join_list(["甲", "乙", "丙"]) == "甲、乙和丙"  # no space between two Chinese characters
+
+
+def test_join_list_made_in_english_is_translated_later() -> None:
+    from posviz.i18n import join_list, message_of, recording, translate
+
+    items = [f"m{k}" for k in range(12)]
+    with recording() as record:
+        text = join_list(items)
+    assert text == ", ".join(items[:-1]) + " and m11"
+    chinese = "、".join(items[:-1]) + " 和 m11"
+    assert i18n._translated_record(record, "zh_CN")[text] == chinese  # every level translated
+
+    @translatable
+    def figure() -> go.Figure:
+        return go.Figure(layout_title_text=tr("Weak: {methods}", methods=join_list(["a", "b", "c"])))
+
+    assert translate_figure(figure().to_dict(), "zh_CN")["layout"]["title"]["text"] == "Weak: a、b 和 c"
+    # two items are one message: what a glued phrase (posviz.book.glue) keeps and translates
+    msgid, fields = message_of(join_list(["sincos-2d", "swin-bias"]))
+    assert translate(msgid, "zh_CN", **fields) == "sincos-2d 和 swin-bias"
+
+
+def test_join_list_rejects_bad_input() -> None:
+    from posviz.i18n import join_list
+
+    with pytest.raises(ValueError, match="at least one item"):
+        join_list([])
+    with pytest.raises(TypeError, match="not one string"):
+        join_list("abc")
+    with pytest.raises(TypeError, match=r"every item must be a str, got 3 \(int\)"):
+        join_list(["a", 3])
