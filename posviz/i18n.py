@@ -41,6 +41,7 @@ __all__ = [
     "TranslationWarning",
     "get_language",
     "join_list",
+    "keyed",
     "number",
     "plain_text",
     "set_language",
@@ -235,6 +236,21 @@ def number(text: str) -> str:
     """A number written for a figure (a slider step, a legend entry): ``text`` in English, and
     recorded, so that Chinese writes it without a thousands separator (``10,000`` -> ``10000``)."""
     return tr("{number}", number=text)
+
+
+def keyed(key: str, msgid: str) -> str:
+    """A key (a method's name, ``"t5"``) shown as itself in English and as ``msgid``'s translation
+    in another language, recorded like a :func:`tr` message (English ``key`` -> ``[msgid, {}]``), so
+    that a phrase holding it is translated later too, as the lab's tables translate their rows."""
+    if not isinstance(key, str) or not isinstance(msgid, str):
+        raise TypeError(f"key and msgid must be strings, got {key!r} and {msgid!r}")
+    entry: list[Any] = [msgid, {}]
+    for record in _recorders:
+        record[key] = entry
+    _made.pop(key, None)
+    _made[key] = entry
+    language = get_language()
+    return key if language == "en" else translate(msgid, language)
 
 
 def join_list(items: Iterable[str]) -> str:

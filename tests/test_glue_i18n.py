@@ -183,3 +183,28 @@ def test_a_glued_phrase_translates_its_phrase_fields_too() -> None:
     assert chinese.endswith("16×")
     # without the fields the label stays English: what the glue did before
     assert "randomized" in translated_phrase(message, {}, "zh_CN")
+
+
+def test_a_quoted_table_row_reads_as_the_table_names_it_in_both_editions() -> None:
+    """The lab chapter quotes rows of its learning-rate table ("lr-flips"): the quoted phrase must be
+    the row's own label, keys in English, the methods' labels in Chinese (it quoted English keys
+    that no Chinese row showed)."""
+    from posviz.book import _nested_messages
+    from posviz.i18n import join_list, message_of, set_language, tr
+    from posviz.lab import load_published
+    from posviz.lab.tables import comparison_phrase, lr_sensitivity_table
+    from posviz.sphinxext._glue import translated_phrase
+
+    set_language("en")
+    results = load_published()
+    comparisons = [("t5", 16, "rope"), ("t5", 16, None)]
+    table = lr_sensitivity_table(results, comparisons)
+    phrases = [comparison_phrase(*c) for c in comparisons]
+    rows = [line.split("|")[1].strip() for line in str(table).splitlines()[2:]]
+    assert rows == phrases  # English: the row labels themselves
+    glued = join_list([tr("“{row}”", row=p) for p in phrases])
+    chinese = translated_phrase(message_of(glued), _nested_messages(message_of(glued)), "zh_CN")
+    zh_rows = [line.split("|")[1].strip() for line in table.translated("zh_CN").splitlines()[2:]]
+    for row in zh_rows:
+        assert row in chinese, (row, chinese)
+    assert "t5" not in chinese and "rope" not in chinese, chinese

@@ -609,3 +609,21 @@ def test_join_list_rejects_bad_input() -> None:
         join_list("abc")
     with pytest.raises(TypeError, match=r"every item must be a str, got 3 \(int\)"):
         join_list(["a", 3])
+
+
+def test_keyed_shows_the_key_in_english_and_the_message_in_chinese():
+    from posviz.i18n import keyed, message_of, recording, set_language, translate_text
+
+    set_language("en")
+    with recording() as record:
+        assert keyed("t5", "T5 bias") == "t5"
+    assert record["t5"] == ["T5 bias", {}] and message_of("t5") == ["T5 bias", {}]
+    assert translate_text("t5", "zh_CN", record) == translate_text("T5 bias", "zh_CN", {"T5 bias": ["T5 bias", {}]})
+    assert translate_text("t5", "zh_CN", record) != "t5"
+    set_language("zh_CN")
+    try:
+        assert keyed("t5", "T5 bias") == translate_text("t5", "zh_CN", record)
+    finally:
+        set_language("en")
+    with pytest.raises(TypeError, match="key and msgid must be strings"):
+        keyed("t5", None)

@@ -23,11 +23,12 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from ..i18n import META_KEY, UNGROUPED, get_language, recording, tr, translate_figure, ungrouped
+from ..i18n import META_KEY, UNGROUPED, get_language, keyed, recording, tr, translate_figure, ungrouped
 from .results import validate_results
 
 __all__ = [
     "Table",
+    "comparison_phrase",
     "cost_table",
     "format_tables",
     "lr_search_table",
@@ -366,6 +367,23 @@ def lr_sensitivity(results: dict, comparisons: Sequence[tuple[str, int, str | No
     return out
 
 
+def comparison_phrase(name: str, multiple: int, other: str | None = None) -> str:
+    """The row label :func:`lr_sensitivity_table` shows for a comparison (``t5 − rope, 16×``; in
+    Chinese the methods' labels), as a phrase that prose can quote: glued, it is translated with
+    its method names (:func:`posviz.i18n.keyed`) the way the table is."""
+    from ._style import _LABELS  # _style imports this module
+
+    def key(n: str) -> str:
+        if n in _LABELS:
+            _methods.append(n)
+            return keyed(n, _LABELS[n])
+        return n
+
+    if other is None:
+        return tr("{name}: {k}× − 1× (its own degradation)", name=key(name), k=multiple)
+    return tr("{name} − {other}, {k}×", name=key(name), other=key(other), k=multiple)
+
+
 @_table
 def lr_sensitivity_table(results: dict, comparisons: Sequence[tuple[str, int, str | None]]) -> str:
     """Markdown table of :func:`lr_sensitivity`: one row per comparison, one column per multiplier of
@@ -374,10 +392,7 @@ def lr_sensitivity_table(results: dict, comparisons: Sequence[tuple[str, int, st
     rows = []
     for (name, multiple, other), values in zip(comparisons, lr_sensitivity(results, comparisons).values()):
         # the row names its methods as the other tables do (lr_sensitivity's keys stay the keys)
-        if other is None:
-            label = tr("{name}: {k}× − 1× (its own degradation)", name=_method(name), k=multiple)
-        else:
-            label = tr("{name} − {other}, {k}×", name=_method(name), other=_method(other), k=multiple)
+        label = comparison_phrase(name, multiple, other)
         chosen = grid.index(results["methods"][name]["position_lr_mult"])
         cells = ["–" if v is None else (f"**{v:+.2f}**" if j == chosen else f"{v:+.2f}") for j, v in enumerate(values)]
         rows.append([label, *cells])
