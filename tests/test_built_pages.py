@@ -151,14 +151,18 @@ def _equations(page: Path) -> dict[str, list[str]]:
 
 
 def _without_words(tex: str) -> str:
-    """The equation up to what a translation may change: the words of its ``\\text{...}``."""
-    return " ".join(TEXT_WORDS.sub(lambda m: f"\\{m[1]}{{}}", tex).split())
+    """The equation up to what a translation may change: the words of its ``\\text{...}``, and
+    the grouping of its numbers (the Chinese edition writes ``10{,}000`` as ``10000``)."""
+    from posviz.sphinxext._translated_math import plain_digits
+
+    return " ".join(plain_digits(TEXT_WORDS.sub(lambda m: f"\\{m[1]}{{}}", tex)).split())
 
 
 def test_the_equation_comparison_sees_a_lost_and_a_changed_equation() -> None:
     assert _without_words("a \\quad \\text{for every } m") == _without_words("a \\quad \\text{对所有 {x}} m")
     assert _without_words("a \\text{x} m") != _without_words("::")
     assert _without_words("\\operatorname{Attn}(X)") != _without_words("\\operatorname{注意力}(X)")
+    assert _without_words("b = 10{,}000") == _without_words("b = 10000") != _without_words("b = 1000")
 
 
 @pytest.mark.parametrize("page", EN_PAGES, ids=lambda p: p.relative_to(SITE).as_posix())

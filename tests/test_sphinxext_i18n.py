@@ -19,7 +19,7 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import docutils_namespace
 
 from posviz.sphinxext._assets import MATHJAX_PARTS, PLOTLY_FULL_JS
-from posviz.sphinxext._translated_math import skeleton
+from posviz.sphinxext._translated_math import plain_digits, skeleton
 
 PLOTLY_JS = PLOTLY_FULL_JS  # plotly.py's own bundle: no `npm ci` needed (a copy of the tree has none)
 PAGE = """# Page
@@ -170,6 +170,41 @@ def test_the_check_catches_what_locale_alone_loses(tmp_path: Path, fake_mathjax:
     )
     assert "::" in _display_math(html)
     assert "an equation lost in translation (1 of 1): 'a = b \\\\quad \\\\text{} m'" in warnings, warnings
+
+
+GROUPED_PAGE = """# Page
+
+$$
+b = 10{,}000 \\cdot 16^{32/30} \\approx 192{,}484
+$$
+
+At $1{,}023/16$, $2\\,048$ and $40\\,\\mu$, $f(1, 2)$.
+"""
+
+
+def test_plain_digits_removes_group_separators_only() -> None:
+    assert plain_digits("10{,}000 + 1{,}000{,}000 + 1\\,024") == "10000 + 1000000 + 1024"
+    for kept in ("40\\,\\mu", "f(1, 2)", "0.125{,}5", "a_{12}\\,345", "1{,}02"):
+        assert plain_digits(kept) == kept
+    assert skeleton("b = 10{,}000") == skeleton("b = 10000")  # the check compares up to the grouping
+
+
+def test_chinese_equations_write_numbers_in_plain_digits(tmp_path: Path, fake_mathjax: Path) -> None:
+    """The Chinese edition writes 10000, never 10,000 (its glossary); an equation too, untranslated or not."""
+    catalog = {
+        "Page": "页面",
+        "At $1{,}023/16$, $2\\,048$ and $40\\,\\mu$, $f(1, 2)$.": (
+            "在 $1{,}023/16$、$2\\,048$ 与 $40\\,\\mu$、$f(1, 2)$ 处。"
+        ),
+    }
+    html, warnings = _build(tmp_path, GROUPED_PAGE, catalog)
+    assert _display_math(html) == ["b = 10000 \\cdot 16^{32/30} \\approx 192484"], _display_math(html)
+    inline = re.findall(r"\\\((.*?)\\\)", html)
+    assert inline == ["1023/16", "2048", "40\\,\\mu", "f(1, 2)"], inline
+    assert "{,}" not in html and "equation" not in warnings, warnings
+    english, _ = _build(tmp_path, GROUPED_PAGE, {}, language="en", name="en")
+    assert _display_math(english) == ["b = 10{,}000 \\cdot 16^{32/30} \\approx 192{,}484"]
+    assert "\\(1{,}023/16\\)" in english and "\\(2\\,048\\)" in english
 
 
 def test_the_catalog_lint_sees_a_display_equation_changed(tmp_path: Path) -> None:

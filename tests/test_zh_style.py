@@ -125,6 +125,61 @@ def test_theme_copyright_line_is_chinese() -> None:
     assert messages["© Copyright %(copyright)s."] == "© 版权所有 %(copyright)s"
 
 
+# --- the theme's author line and the equations of the built Chinese pages ---
+
+SITE_ZH = ROOT / "_build" / "html" / "zh"
+BUILT_ZH = sorted(SITE_ZH.glob("book/*.html")) if SITE_ZH.exists() else []
+
+
+def _author_line(by: str, author: str) -> str:
+    """The theme's author component as the book renders it (posviz.sphinxext's edited copy)."""
+    import jinja2
+
+    from posviz.sphinxext._assets import _theme_sources
+
+    for theme, edits in _theme_sources():
+        if "components/author.html" in edits:
+            pattern, replacement = edits["components/author.html"]
+            template = pattern.sub(replacement, (theme / "components/author.html").read_text(encoding="utf-8"))
+            html = jinja2.Template(template).render(translate={"By": by}.get, author=author)
+            return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+    raise AssertionError("posviz.sphinxext edits no author component of sphinx-book-theme")
+
+
+def test_theme_author_line_has_no_space_after_the_colon() -> None:
+    """The theme joins "By" and the author with a space: "作者： posviz 作者团队" in Chinese."""
+    assert _author_line("作者：", "posviz 作者团队") == "作者：posviz 作者团队"
+    assert _author_line("By", "The posviz authors") == "By The posviz authors"
+
+
+@pytest.mark.skipif(not BUILT_ZH, reason="the Chinese edition is not built (make book)")
+def test_built_chinese_pages_author_line() -> None:
+    lines = {
+        " ".join(re.sub(r"<[^>]+>", " ", m).split())
+        for page in BUILT_ZH
+        for m in re.findall(r'<p class="component-author">(.*?)</p>', page.read_text(encoding="utf-8"), re.S)
+    }
+    assert lines == {"作者：posviz 作者团队"}, lines
+
+
+# a number grouped in TeX (10{,}000, 1\,024): the Chinese edition writes 10000 (posviz.sphinxext)
+GROUPED_TEX = re.compile(r"\d(?:\{,\}|\\,)\d{3}(?!\d)")
+
+
+def test_the_grouped_tex_rule_sees_what_english_writes() -> None:
+    assert GROUPED_TEX.search("10{,}000") and GROUPED_TEX.search("1\\,024")
+    assert not GROUPED_TEX.search("10000") and not GROUPED_TEX.search("40\\,\\mu")
+
+
+@pytest.mark.skipif(not BUILT_ZH, reason="the Chinese edition is not built (make book)")
+def test_built_chinese_equations_write_plain_digits() -> None:
+    found = []
+    for page in BUILT_ZH:
+        text = re.sub(r"<pre\b.*?</pre>", "", page.read_text(encoding="utf-8"), flags=re.S)
+        found += [f"{page.name}: {text[max(0, m.start() - 30) : m.end() + 10]}" for m in GROUPED_TEX.finditer(text)]
+    assert not found, found[:6]
+
+
 # --- the lab's tables: method labels and minus signs in Chinese ---
 
 

@@ -85,19 +85,38 @@ _THEME_EDITS = {
         "{% if pagename == 'search' or not (theme_search_as_you_type|tobool) %}",
     ),
 }
+# sphinx-book-theme's templates shadowed the same way.
+_BOOK_THEME_EDITS = {
+    # "By" and the author joined by a space: right after a translation that ends in a full-width
+    # mark (Chinese "作者：") the space is one a Chinese line does not have ("作者： posviz 作者团队").
+    "components/author.html": (
+        re.compile(r"\{\{ translate\('By'\) \}\} \{\{ author \}\}"),
+        "{%- set by = translate('By') %}{{ by }}{{ '' if by[-1:] in '：，。；、！？）' else ' ' }}{{ author }}",
+    ),
+}
 # Where an edited copy goes when the template is asked for by its theme-qualified name.
 _THEME_TARGETS = {"layout.html": "pydata_sphinx_theme/layout.html"}
 
 
+def _theme_sources() -> list[tuple[Path, dict[str, tuple[re.Pattern[str], str]]]]:
+    """(theme folder, its edits) for each installed theme the book's edits apply to."""
+    found = []
+    for module, edits in (("pydata_sphinx_theme", _THEME_EDITS), ("sphinx_book_theme", _BOOK_THEME_EDITS)):
+        try:
+            package = __import__(module)
+        except ImportError:  # pragma: no cover - another theme
+            continue
+        found.append((Path(package.__file__).parent / "theme" / module, edits))
+    return found
+
+
 def _theme_templates(app: Sphinx, config: Config) -> None:
-    """Put edited copies of a few pydata-sphinx-theme templates ahead of the theme's (see _THEME_EDITS)."""
-    try:
-        import pydata_sphinx_theme
-    except ImportError:  # pragma: no cover - another theme
-        return
-    theme = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme"
+    """Put edited copies of a few pydata-sphinx-theme and sphinx-book-theme templates ahead of the
+    themes' own (see _THEME_EDITS, _BOOK_THEME_EDITS)."""
     target = Path(app.doctreedir).parent / "posviz-templates"
-    for name, (pattern, replacement) in _THEME_EDITS.items():
+    for theme, name, pattern, replacement in (
+        (theme, name, *edit) for theme, edits in _theme_sources() for name, edit in edits.items()
+    ):
         source = theme / name
         if not source.exists():  # pragma: no cover - another theme version
             continue

@@ -18,6 +18,11 @@ whatever the parser, and takes the node out of ``Locale``'s way.
 equation of a translated page (display and inline) must be the English one up to the words of its
 ``\\text{...}`` (:func:`skeleton`); an equation lost, emptied or changed is a build warning (an
 error under ``-W``), naming the page, the line and the equation.
+
+:class:`PlainDigitsInMath` comes last, in an edition whose numbers have no thousands separator
+(Chinese: ``posviz.i18n.UNGROUPED``): an equation that groups digits for English readers
+(``10{,}000``, ``1\\,024``) writes them plainly there (``10000``, ``1024``), as that edition's
+prose and figures do (:func:`plain_digits`). The check above compares equations up to that.
 """
 
 from __future__ import annotations
@@ -42,10 +47,21 @@ _RECORD = "posviz_math_before_translation"
 _TEXT_COMMAND = re.compile(r"\\(?:text|textrm|textit|textbf|textsf|mbox)\s*\{")
 
 
+# A number whose digits are grouped in TeX: 10{,}000, 1\,024 (a thin space), 1{,}000{,}000
+_GROUPED_DIGITS = re.compile(r"(?<![\d.])\d{1,3}(?:(?:\{,\}|\\,)\d{3})+(?![\d])")
+
+
+def plain_digits(math: str) -> str:
+    """``math`` with every number's group separators removed: ``10{,}000`` -> ``10000``,
+    ``1\\,024`` -> ``1024``; anything else (``40\\,\\mu``, ``f(1, 2)``, ``0.125{,}5``) unchanged."""
+    return _GROUPED_DIGITS.sub(lambda m: re.sub(r"\{,\}|\\,", "", m.group(0)), math)
+
+
 def skeleton(math: str) -> str:
     """An equation without the words a translation may change: each ``\\text{...}`` (and
     ``\\textrm``, ``\\textit``, ``\\textbf``, ``\\textsf``, ``\\mbox``) emptied, nested braces
-    included, and runs of white space as one space."""
+    included, numbers in plain digits (:func:`plain_digits`: one edition may group them, the other
+    not) and runs of white space as one space."""
     out, i = [], 0
     for match in _TEXT_COMMAND.finditer(math):
         if match.start() < i:  # inside a \text that was already emptied
@@ -61,7 +77,7 @@ def skeleton(math: str) -> str:
         out.append("}")
         i = j
     out.append(math[i:])
-    return " ".join("".join(out).split())
+    return " ".join(plain_digits("".join(out)).split())
 
 
 def _catalog(transform: SphinxTransform) -> dict[str, str] | None:
@@ -167,7 +183,28 @@ class CheckTranslatedMath(SphinxTransform):
             )
 
 
+class PlainDigitsInMath(SphinxTransform):
+    """In an edition that writes numbers without a thousands separator (``posviz.i18n.UNGROUPED``:
+    Chinese), every equation's grouped numbers in plain digits (``10{,}000`` -> ``10000``)."""
+
+    default_priority = AFTER_LOCALE + 1
+
+    def apply(self, **kwargs: Any) -> None:
+        from ..i18n import UNGROUPED
+        from ._language import edition_language
+
+        if _is_translated_fragment(self.document) or edition_language(self.config.language) not in UNGROUPED:
+            return
+        for node in _math_nodes(self.document):
+            text = node.astext()
+            plain = plain_digits(text)
+            if plain != text:
+                node.children = []
+                node += nodes.Text(plain)
+
+
 def setup(app: Any) -> None:
     app.add_transform(RecordMath)
     app.add_transform(TranslateLiteralNodes)
     app.add_transform(CheckTranslatedMath)
+    app.add_transform(PlainDigitsInMath)
