@@ -596,9 +596,19 @@
     return a;
   }
 
+  /* The width the plot may take: its figure's content box (without the figure's padding and
+     border: on a phone the theme pads a figure by 8 px a side, and a plot as wide as the whole
+     figure lost its last x tick to the figure's overflow: hidden). */
   function containerWidth(gd) {
     var el = (gd.closest && gd.closest(".posviz-figure")) || gd.parentElement || gd;
-    return Math.floor(el.getBoundingClientRect().width || el.clientWidth || 0);
+    var width = el.getBoundingClientRect().width || el.clientWidth || 0;
+    var style = window.getComputedStyle ? window.getComputedStyle(el) : null;
+    if (style) {
+      ["paddingLeft", "paddingRight", "borderLeftWidth", "borderRightWidth"].forEach(function (k) {
+        width -= parseFloat(style[k]) || 0;
+      });
+    }
+    return Math.max(0, Math.floor(width));
   }
 
   /* Bring one figure to what the page needs now; returns Plotly's promise (or null). */
