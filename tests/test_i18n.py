@@ -589,6 +589,9 @@ def test_join_list_made_in_english_is_translated_later() -> None:
     assert text == ", ".join(items[:-1]) + " and m11"
     chinese = "、".join(items[:-1]) + " 和 m11"
     assert i18n._translated_record(record, "zh_CN")[text] == chinese  # every level translated
+    # whatever order the record comes in (outer messages first: each level is looked up from the
+    # top, and a record is followed a few levels deep only)
+    assert i18n._translated_record(dict(reversed(record.items())), "zh_CN")[text] == chinese
 
     @translatable
     def figure() -> go.Figure:

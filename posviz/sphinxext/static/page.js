@@ -7,11 +7,12 @@
  *
  * A table wider than the column scrolls sideways in the theme's frame
  * (.pst-scrollable-table-container), and on a phone nothing showed that it went on. Each frame
- * whose table overflows now gets a hint above it ("Scroll sideways →", in Chinese "左右滑动 →";
- * aria-hidden: it tells the eye what a screen reader does not need) and a fade at each edge where
- * more of the table is (page.css), gone once the reader reaches that edge. The frame becomes a
+ * whose table overflows now gets a fade at each edge where more of the table is (page.css), gone
+ * once the reader reaches that edge, and a hint above it ("Scroll sideways →", in Chinese
+ * "左右滑动 →"; aria-hidden: it tells the eye what a screen reader does not need), shown on a
+ * phone or a touch screen only (page.css: a desktop's layout does not move). The frame becomes a
  * focusable region named as a table that scrolls, so a keyboard reader can scroll it too. A table
- * that fits gets nothing (a wide screen looks as before).
+ * that fits gets nothing.
  */
 (function () {
   "use strict";
