@@ -21,7 +21,9 @@ from posviz.selfcheck import Choice, MultipleChoice, Numeric, SelfCheck, self_ch
 ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("POSVIZ_SITE", ROOT / "_build" / "html"))
 CHROMIUM = "/usr/bin/chromium"
-CHAPTERS = ["attention", "sinusoidal", "learned", "relative", "rope", "alibi", "extrapolation", "models", "vision", "lab-grows"]
+CHAPTERS = [
+    "attention", "sinusoidal", "learned", "relative", "rope", "alibi", "extrapolation", "models", "vision", "lab-grows",
+]
 
 
 def _block():
