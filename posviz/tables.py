@@ -2,10 +2,10 @@ r"""The tables the chapters print, as Markdown in the reader's language.
 
 Each function makes one table of a chapter from the values the chapter computed (or computes
 them with the posviz function of the formula it tabulates) and returns a
-:class:`posviz.lab.tables.Table`: a Markdown ``str`` that remembers the :func:`posviz.i18n.tr`
+``posviz.lab.tables.Table``: a Markdown ``str`` that remembers the ``posviz.i18n.tr``
 messages it was made of. The book executes its chapters once, in English, and the Chinese
 edition renders the same output translated (``posviz.sphinxext`` calls
-:func:`posviz.lab.tables.translate_output`); a table made after ``posviz.set_language("zh_CN")``
+``posviz.lab.tables.translate_output``); a table made after ``posviz.set_language("zh_CN")``
 (the Chinese notebooks) is Chinese from the start. In Chinese, numbers have no thousands
 separator and a negative number takes the minus sign U+2212 (``−5``), as the Chinese prose writes
 them; listed numbers are separated by 、.

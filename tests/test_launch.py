@@ -83,7 +83,8 @@ def test_plain_markdown_of_each_construct():
     equations, _ = notebooks._labels()
     label, number = next(iter(equations.items()))
     key = next(iter(notebooks._bibliography()))
-    authors, year = notebooks._bibliography()[key]
+    names, year = notebooks._bibliography()[key]
+    authors = notebooks._authors(names, "en")
     source = (
         f"$$\nx = 1\n$$ ({label})\n\nSee {{eq}}`{label}` and {{cite:p}}`{key}`; {{cite:t}}`{key}` says so.\n\n"
         ":::{admonition} Solution\n:class: dropdown\n\nIt is $x$.\n\n```python\nx = 1\n```\n:::\n\n"
@@ -192,3 +193,20 @@ def test_chapters_run_in_a_fresh_environment(tmp_path):
     probe = "import posviz, posviz.i18n as i; posviz.set_language('zh_CN'); print(i.tr('position p'))"
     said = subprocess.run([py, "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
     assert re.search(r"[\u4e00-\u9fff]", said.stdout), said.stdout
+
+
+def test_chinese_notebooks_cite_in_the_chinese_form():
+    """A zh notebook names a paper's authors as the Chinese pages do ("Vaswani 等人", "A 和 B")."""
+    many = next(k for k, (names, _) in notebooks._bibliography().items() if len(names) > 2)
+    names, year = notebooks._bibliography()[many]
+    assert notebooks._authors(names, "en") == f"{names[0]} et al."
+    assert notebooks._authors(names, "zh_CN") == f"{names[0]} 等人"
+    assert notebooks._authors(["A", "B"], "zh_CN") == "A 和 B" and notebooks._authors(["A", "B"], "en") == "A and B"
+    old = dict(notebooks._edition)
+    try:
+        notebooks._edition.update(language="zh_CN", folder="zh", catalog={})
+        text = notebooks._cite("cite:p", many)
+    finally:
+        notebooks._edition.clear()
+        notebooks._edition.update(old)
+    assert f"{names[0]} 等人，{year}" in text and "et al." not in text

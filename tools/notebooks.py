@@ -205,12 +205,22 @@ def _bibliography() -> dict[str, tuple[str, str]]:
         for key, entry in parse_file(str(ROOT / path)).entries.items():
             people = entry.persons.get("author") or entry.persons.get("editor") or []
             names = [Text.from_latex(" ".join(p.prelast_names + p.last_names)).render_as("text") for p in people]
-            if len(names) > 2 or (names and names[-1] == "others"):
-                authors = f"{names[0]} et al."
-            else:
-                authors = " and ".join(names) or key
-            entries[key] = (authors, entry.fields.get("year", "n.d."))
+            entries[key] = (names or [key], entry.fields.get("year", "n.d."))
     return entries
+
+
+# How a citation names its authors, per edition (the book's HTML: "Vaswani et al." / "Vaswani 等人").
+_CITE_STYLE = {
+    "en": {"et_al": "{first} et al.", "two": "{a} and {b}", "year_sep": ", ", "list_sep": ", "},
+    "zh_CN": {"et_al": "{first} 等人", "two": "{a} 和 {b}", "year_sep": "，", "list_sep": "；"},
+}
+
+
+def _authors(names: list[str], language: str) -> str:
+    style = _CITE_STYLE.get(language, _CITE_STYLE["en"])
+    if len(names) > 2 or names[-1] == "others":
+        return style["et_al"].format(first=names[0])
+    return style["two"].format(a=names[0], b=names[1]) if len(names) == 2 else names[0]
 
 
 def _site() -> str:
@@ -222,13 +232,19 @@ def _site() -> str:
 def _cite(role: str, keys: str) -> str:
     url = _site() + "book/references.html"
     bib = _bibliography()
+    language = _edition["language"]
+    style = _CITE_STYLE.get(language, _CITE_STYLE["en"])
     cites = []
     for key in (k.strip() for k in keys.split(",")):
         if key not in bib:
             raise KeyError(f"no bibliography entry {key!r}")
-        authors, year = bib[key]
-        cites.append(f"[{authors} [{year}]]({url})" if role == "cite:t" else f"[{authors}, {year}]({url})")
-    return ", ".join(cites) if role == "cite:t" else "[" + ", ".join(cites) + "]"
+        names, year = bib[key]
+        authors = _authors(names, language)
+        if role == "cite:t":
+            cites.append(f"[{authors} [{year}]]({url})")
+        else:
+            cites.append(f"[{authors}{style['year_sep']}{year}]({url})")
+    return style["list_sep"].join(cites) if role == "cite:t" else "[" + style["list_sep"].join(cites) + "]"
 
 
 def _role(match: re.Match, glue_place: Callable[[str], str | None] | None = None) -> str:
