@@ -124,4 +124,4 @@ def fire_input_figure(
             },
         ],
     }
-    return slider_figure(steps, slider_label=tr("query position i"), layout=layout, active=2)
+    return slider_figure(steps, slider_label=tr("query position i"), layout=layout, active=len(queries) - 1)
