@@ -30,7 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .i18n import N_, UNGROUPED, get_language, message_of, translate, translate_text, ungrouped
+from .book import _nested_messages
+from .i18n import N_, UNGROUPED, _normalise, _translated_record, get_language, message_of, translate, ungrouped
 
 __all__ = ["MIME", "Choice", "MultipleChoice", "Numeric", "SelfCheck", "self_check"]
 
@@ -276,16 +277,22 @@ class SelfCheck:
                         "digits": q.digits,
                     }
                 )
-        messages = {s: message_of(s) for s in self._strings() if s and message_of(s)}
+        messages: dict[str, list[Any]] = {}
+        for text in self._strings():
+            message = message_of(text) if text else None
+            if message:
+                messages[text] = message
+                messages.update(_nested_messages(message))  # its fields that are phrases (a list)
         return {"title": self.title, "key": self.key, "questions": questions, "messages": messages}
 
     @classmethod
     def from_json(cls, data: dict[str, Any], language: str = "en") -> SelfCheck:
         """A block from :meth:`to_json`'s data, its strings and buttons in ``language``."""
         record = data.get("messages") or {}
+        table = _translated_record(record, _normalise(language)) if record and language != "en" else {}
 
         def t(text: str) -> str:
-            return translate_text(text, language, record) if text else text
+            return table.get(text, text) if text else text
 
         questions: list[Question] = []
         for q in data["questions"]:

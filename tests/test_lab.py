@@ -502,7 +502,9 @@ def test_perplexity_axis_labels_whole_values(tiny_results):
     from posviz.lab.figures import _ticks_125
 
     assert _ticks_125([5.3, 175.6]) == [5.0, 10.0, 20.0, 50.0, 100.0, 200.0]
-    assert _ticks_125([None, 8.0]) == [10.0]  # too few: the figure falls back to Plotly's ticks
+    assert _ticks_125([None, 8.0]) == [7.0, 8.0, 10.0]  # too few 1-2-5 values: the denser ladder
+    # the new chapter's range (5.9-16.7): 1-2-5 puts only 10 inside it, the ladder 6, 7, 8, 10, 15
+    assert [t for t in _ticks_125([5.87, 16.68]) if 5.87 <= t <= 16.68] == [6.0, 7.0, 8.0, 10.0, 15.0]
     fig = posviz.lab.perplexity_figure(tiny_results)
     ticks = list(fig.layout.yaxis.tickvals or [])
     values = [v for tr in fig.data for v in tr.y if v is not None]
@@ -607,3 +609,21 @@ def test_select_methods_keeps_only_the_named_rows_in_file_order():
         select_methods(published, ["none", "nope"])
     with pytest.raises(ValueError, match="must keep the paired baseline 'none'"):
         select_methods(published, ["rope"])
+
+
+def test_hover_numbers_are_never_in_scientific_notation():
+    from posviz.lab._style import _number
+
+    assert _number(37640.2, 4) == "37,640" and _number(340.4, 2) == "340" and _number(6.4123, 4) == "6.412"
+    assert "e+" not in _number(3.4e2, 2) and _number(0.05, 2) == "0.05"
+
+
+def test_perplexity_figure_offers_only_choices_that_change_something():
+    from posviz.lab import load_published, perplexity_figure, select_methods
+
+    published = load_published()
+    labels = lambda fig: [b.label for menu in fig.layout.updatemenus for b in menu.buttons]  # noqa: E731
+    every = labels(perplexity_figure(published))
+    assert "trained methods only" in every and "ALiBi paper's Fig. 1 set" in every
+    trained = labels(perplexity_figure(select_methods(published, ["none", "rope", "t5", "alibi", "fire"])))
+    assert "trained methods only" not in trained and "ALiBi paper's Fig. 1 set" not in trained

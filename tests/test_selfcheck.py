@@ -255,3 +255,18 @@ def test_every_chapter_has_self_check_questions_that_answer(browser, site_url, c
     assert not errors, errors
     assert not outside, outside
     page.close()
+
+
+def test_a_list_inside_a_question_is_translated_whole():
+    """A question whose field is a list of three or more items (posviz.i18n.join_list: nested
+    messages) reads in Chinese with Chinese separators, not "64, 128 和 256"."""
+    from posviz.i18n import join_list, set_language, tr
+
+    set_language("en")
+    block = self_check(
+        Numeric(tr("Which of {join} is largest?", join=join_list(["64", "128", "256", "512"])), 512, tr("The last."))
+    )
+    chinese = SelfCheck.from_json(block.to_json(), "zh_CN")
+    text = chinese.questions[0].prompt
+    assert "64、128、256 和 512" in text or "64、128、256和512" in text, text
+    assert ", " not in text

@@ -28,10 +28,10 @@ METHOD_COLORS: dict[str, str] = {
     "alibi": "#d62728",
     "learned-random": "#c49c94",
     "rope-random": "#006d2c",
-    "fire": "#393b79",
-    "kerple-log": "#8c6d31",
-    "cope": "#843c39",
-    "xpos": "#637939",
+    "fire": "#3949ab",
+    "kerple-log": "#1a1a1a",
+    "cope": "#ce6dbd",
+    "xpos": "#17a589",
 }
 _LABELS = {
     "none": N_("NoPE (none)"),
@@ -132,15 +132,15 @@ def _hover(name: str, lengths: list[int], agg: dict, reasons: list, unit: str) -
             continue
         std = agg["std"][i]
         out.append(
-            f"{_label(name)}<br>L = {length}<br>{unit} {agg['mean'][i]:.4g}"
-            + (tr(" ± {std:.2g} (std)", std=std) if std is not None else "")
+            f"{_label(name)}<br>L = {length}<br>{unit} {_number(agg['mean'][i], 4)}"
+            + (tr(" ± {std} (std)", std=_number(std, 2)) if std is not None else "")
             + (
                 "<br>" + spread_words(None)  # one seed: no min-max to show
                 if agg["n"][i] == 1
                 else tr(
-                    "<br>min {agg:.4g}, max {agg2:.4g} over {agg3} seeds",
-                    agg=agg["min"][i],
-                    agg2=agg["max"][i],
+                    "<br>min {agg}, max {agg2} over {agg3} seeds",
+                    agg=_number(agg["min"][i], 4),
+                    agg2=_number(agg["max"][i], 4),
                     agg3=agg["n"][i],
                 )
             )
@@ -148,19 +148,31 @@ def _hover(name: str, lengths: list[int], agg: dict, reasons: list, unit: str) -
     return out
 
 
+def _number(value: float, digits: int) -> str:
+    """``value`` to ``digits`` significant digits, never in scientific notation (a throughput of
+    38,000 tokens reads 38,000, not 3.8e+04; Chinese drops the separator later)."""
+    if value != 0 and abs(value) >= 10 ** (digits - 1):
+        return f"{value:,.0f}"
+    return f"{value:.{digits}g}"
+
+
 def _ticks_125(values: list[float | None]) -> list[float]:
     """1-2-5 tick values spanning the finite positive ``values`` (for a log axis: labelled with their
-    full value, not Plotly's single minor digits such as a lone "2" for 200)."""
+    full value, not Plotly's single minor digits such as a lone "2" for 200); a denser ladder
+    (1, 1.5, 2, 3, ..., 8) when fewer than three 1-2-5 values fall inside the values' range."""
     finite = [v for v in values if v is not None and math.isfinite(v) and v > 0]
     if not finite:
         return []
     lo, hi = min(finite), max(finite)
-    ticks = []
-    for exponent in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
-        for digit in (1, 2, 5):
-            tick = digit * 10.0**exponent
-            if lo / 1.25 <= tick <= hi * 1.25:
-                ticks.append(tick)
+    for digits in ((1, 2, 5), (1, 1.5, 2, 3, 4, 5, 6, 7, 8)):  # the denser ladder for a narrow range
+        ticks = []
+        for exponent in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
+            for digit in digits:
+                tick = digit * 10.0**exponent
+                if lo / 1.25 <= tick <= hi * 1.25:
+                    ticks.append(tick)
+        if sum(lo <= t <= hi for t in ticks) >= 3:  # three labels inside the drawn range
+            break
     return ticks
 
 

@@ -88,7 +88,7 @@ def cost_figure(
             name=tr("one step (activations, gradients)"),
             marker_color=[_color(n) for n in trained],
             legendgroup="memory",
-            hovertemplate="%{x}: %{y:.2f} MiB<extra>peak extra during one step</extra>",
+            hovertemplate="%{x}: %{y:.2f} MiB" + tr("<extra>peak extra during one step</extra>"),
         ),
         row=1,
         col=2,

@@ -96,15 +96,18 @@ def perplexity_figure(results: dict, *, methods: list[str] | None = None, log_y:
     def visible(mask: list[bool]) -> dict:
         return {"visible": [True if v else "legendonly" for v in mask]}
 
-    method_buttons = [
-        {"label": tr("all methods"), "method": "restyle", "args": [visible([True] * len(names))]},
-        {"label": tr("trained methods only"), "method": "restyle", "args": [visible(trained)]},
-        {
-            "label": tr("ALiBi paper's Fig. 1 set"),
-            "method": "restyle",
-            "args": [visible([n in _PAPER_SET for n in names])],
-        },
-    ] + [
+    method_buttons = [{"label": tr("all methods"), "method": "restyle", "args": [visible([True] * len(names))]}]
+    if not all(trained):  # a choice that changes nothing is left out
+        method_buttons.append({"label": tr("trained methods only"), "method": "restyle", "args": [visible(trained)]})
+    if all(n in names for n in _PAPER_SET):
+        method_buttons.append(
+            {
+                "label": tr("ALiBi paper's Fig. 1 set"),
+                "method": "restyle",
+                "args": [visible([n in _PAPER_SET for n in names])],
+            }
+        )
+    method_buttons += [
         {"label": tr("only {label}", label=_label(n)), "method": "restyle", "args": [visible([k == n for k in names])]}
         for n in names
     ]

@@ -73,7 +73,7 @@ def fire_input_figure(
                 x=r.tolist(),
                 y=raw.tolist(),
                 mode="lines",
-                name=tr("log distance, not normalised: ψ(r)/ψ(L_train − 1)"),
+                name=tr("log distance, not normalised: ψ(r)/ψ(Lₜᵣₐᵢₙ − 1)"),
                 line={"color": "#762a83", "width": 2, "dash": "dash"},
                 hovertemplate=tr("distance r = %{x}<br>unnormalised input = %{y:.3f}") + "<extra></extra>",
             ),
@@ -82,8 +82,8 @@ def fire_input_figure(
     def title(i: int) -> str:
         raw_max = math.log(c * i + 1) / raw_scale
         return tr(
-            "query at i = {i} ({k:.1f}× the training length {n}): FIRE's input reaches {fire:.2f}, "
-            "the unnormalised one {raw:.2f}",
+            "query i = {i}, {k:.1f}× the training length {n}:<br>"
+            "FIRE's input up to {fire:.2f}, the unnormalised one up to {raw:.2f}",
             i=i,
             k=(i + 1) / train_len,
             n=train_len,
@@ -93,11 +93,11 @@ def fire_input_figure(
 
     steps = [(str(i), (lambda i=i: traces(i)), {"title.text": title(i)}) for i in queries]
     layout = {
-        "height": 460,
-        "margin": {"t": 110, "b": 60},
+        "height": 520,
+        "margin": {"t": 150, "b": 60},
         "xaxis": {"title": {"text": tr("distance to the key r = i − j")}, "range": [0, top], "rangemode": "tozero"},
         "yaxis": {"title": {"text": tr("input of the learned function")}, "range": [0, y_top]},
-        "legend": {"orientation": "h", "y": -0.25},
+        "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
         "shapes": [
             {
                 "type": "rect",

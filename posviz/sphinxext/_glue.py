@@ -30,7 +30,7 @@ from myst_nb.core.variables import RetrievalError, VariableOutput
 from myst_nb.ext.glue import directives, roles, utils
 
 from ..book import FIELDS_KEY
-from ..i18n import META_KEY, UNGROUPED, _translated_record, translate
+from ..i18n import META_KEY, UNGROUPED, _translated_record, tidy, translate
 from ._language import edition_language
 
 _original = utils.retrieve_glue_data
@@ -89,7 +89,8 @@ def translated_phrase(message: list, fields: dict[str, list], language: str) -> 
         return translate(message[0], language, **message[1])
     top = "\x00phrase"  # the phrase's own entry, under a key no English text has
     phrase = _translated_record({**fields, top: message}, language).get(top)
-    return phrase if phrase is not None else translate(message[0], language, **message[1])
+    text = phrase if phrase is not None else translate(message[0], language, **message[1])
+    return tidy(text, language) if language == "zh_CN" else text  # no space beside full-width marks
 
 
 def retrieve_glue_data(document: nodes.document, key: str) -> VariableOutput:
