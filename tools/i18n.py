@@ -33,9 +33,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "_build"
 LOCALE = ROOT / "locale"
-CHAPTERS = (
-    "attention", "sinusoidal", "learned", "relative", "rope", "alibi", "extrapolation", "models", "vision", "lab-grows",
-)
+# chapters with their own figure modules (posviz.plots.<chapter>, posviz.widgets.<chapter>); the lab's
+# figures, those of "The lab grows" included, go with the extrapolation chapter's catalog
+CHAPTERS = ("attention", "sinusoidal", "learned", "relative", "rope", "alibi", "extrapolation", "models", "vision")
 POSVIZ_LOCALE = ROOT / "posviz" / "locale"  # figure text and self-check questions (posviz.i18n)
 LANGUAGES = {"zh_CN": "zh"}  # language -> the edition's folder under _build/html
 # Settings that differ in an edition: its title, and the words myst-nb puts on hidden cells.
