@@ -156,8 +156,8 @@
     var layout = gd.layout;
     L["width"] = width; // a fixed width would overflow the column
     L["font.size"] = 11;
-    L["margin.l"] = 48;
-    L["margin.r"] = 12;
+    L["margin.l"] = 46;
+    L["margin.r"] = 8;
     var tm = orig.layout("margin.t");
     if (tm !== null && tm > 60) L["margin.t"] = Math.max(60, Math.round(tm * 0.8));
     if (orig.layout("title.text")) {
@@ -319,7 +319,7 @@
       T[i][cbPath + ".yanchor"] = "middle";
       T[i][cbPath + ".len"] = Math.max(0.1, (yd[1] - yd[0]) * 0.95);
       T[i][cbPath + ".lenmode"] = "fraction";
-      T[i][cbPath + ".thickness"] = 10;
+      T[i][cbPath + ".thickness"] = 8;
       T[i][cbPath + ".title.side"] = "right";
       var cbTitle = orig.trace(i, cbPath + ".title.text");
       if (typeof cbTitle === "string" && /<br/i.test(cbTitle)) {
@@ -350,7 +350,7 @@
       L[cb + "yanchor"] = "middle";
       L[cb + "len"] = Math.max(0.1, (yd[1] - yd[0]) * 0.95);
       L[cb + "lenmode"] = "fraction";
-      L[cb + "thickness"] = 10;
+      L[cb + "thickness"] = 8;
       L[cb + "title.side"] = "right";
       var caTitle = orig.layout(cb + "title.text");
       if (typeof caTitle === "string" && /<br/i.test(caTitle)) L[cb + "title.text"] = caTitle.replace(/<br\s*\/?>/gi, " ");
