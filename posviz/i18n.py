@@ -246,7 +246,7 @@ def keyed(key: str, msgid: str) -> str:
         raise TypeError(f"key and msgid must be strings, got {key!r} and {msgid!r}")
     entry: list[Any] = [msgid, {}]
     for record in _recorders:
-        record[key] = entry
+        record.setdefault(key, entry)  # a message whose English text is the key itself keeps it
     _made.pop(key, None)
     _made[key] = entry
     language = get_language()

@@ -93,12 +93,6 @@ def test_t5_bucket_figure_holds_t5_buckets(buckets):
     assert buckets.data[2].name.startswith("key before") and "masked" in buckets.data[3].name
 
 
-def test_t5_bucket_table_uses_t5_sign():
-    lines = P.t5_bucket_table([(0, 20), (20, 0)]).splitlines()
-    assert lines[1].split() == ["0", "20", "-20", "20", "26", "0"]  # a future key: upper half / bucket 0
-    assert lines[2].split() == ["20", "0", "20", "-20", "10", "17"]
-
-
 def test_demo_bias_table():
     table = P.demo_t5_bias_table(8, 32)
     assert table.shape == (32, 8)
@@ -141,10 +135,3 @@ def test_figures_are_deterministic():
     assert pio.to_json(P.t5_attention_figure(length=6, num_heads=3)) == pio.to_json(
         P.t5_attention_figure(length=6, num_heads=3)
     )
-
-
-def test_format_cost_table():
-    text = P.format_cost_table([{"length": 128, "plain": 0.001, "shaw": 0.004, "t5": 0.002, "threads": 1}])
-    lines = text.splitlines()
-    assert lines[0].startswith("machine:") and "torch" in lines[0] and lines[0].endswith("1 CPU thread")
-    assert lines[2].split() == ["128", "1.00", "4.00", "2.00", "4.0", "2.0"]

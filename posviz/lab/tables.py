@@ -83,18 +83,14 @@ def _minus_signs(text: str, language: str) -> str:
     return re.sub(r"(?<![\w.)\]])-(?=\d)", "\u2212", text)
 
 
-_methods: list[str] = []  # the methods a table being made names (see _method)
-
-
 def _method(name: str) -> str:
     """A method's key as a table shows it: in English the key itself; in another language the
-    figures' label (``posviz.lab._style``). An English table records the key with that label, so
-    the table translated later (:func:`translate_markdown`) names the method as the figures do."""
-    from ._style import _LABELS, _label  # _style imports this module
+    figures' label (``posviz.lab._style``). The key is recorded with that label
+    (:func:`posviz.i18n.keyed`), so a table made in English and translated later
+    (:func:`translate_markdown`) names the method as the figures do."""
+    from ._style import _LABELS  # _style imports this module
 
-    if name in _LABELS:
-        _methods.append(name)
-    return name if get_language() == "en" else _label(name)
+    return keyed(name, _LABELS[name]) if name in _LABELS else name
 
 
 def translate_output(markdown: str, output_metadata: dict, language: str) -> str:
@@ -114,14 +110,8 @@ def _table(function: F) -> F:
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Table:
-        _methods.clear()
-        with recording() as record:
+        with recording() as record:  # its messages, and the method keys _method recorded
             text = function(*args, **kwargs)
-        from ._style import _LABELS
-
-        for name in _methods:  # a method's key, translated as its label (whole words only)
-            record.setdefault(name, [_LABELS[name], {}])
-        _methods.clear()
         text = _minus_signs(text, get_language())
         if get_language() in UNGROUPED:  # plain digits (627840), as translate_markdown writes them
             text = ungrouped(text, spaces=False)
@@ -371,17 +361,9 @@ def comparison_phrase(name: str, multiple: int, other: str | None = None) -> str
     """The row label :func:`lr_sensitivity_table` shows for a comparison (``t5 − rope, 16×``; in
     Chinese the methods' labels), as a phrase that prose can quote: glued, it is translated with
     its method names (:func:`posviz.i18n.keyed`) the way the table is."""
-    from ._style import _LABELS  # _style imports this module
-
-    def key(n: str) -> str:
-        if n in _LABELS:
-            _methods.append(n)
-            return keyed(n, _LABELS[n])
-        return n
-
     if other is None:
-        return tr("{name}: {k}× − 1× (its own degradation)", name=key(name), k=multiple)
-    return tr("{name} − {other}, {k}×", name=key(name), other=key(other), k=multiple)
+        return tr("{name}: {k}× − 1× (its own degradation)", name=_method(name), k=multiple)
+    return tr("{name} − {other}, {k}×", name=_method(name), other=_method(other), k=multiple)
 
 
 @_table

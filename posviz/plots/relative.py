@@ -8,7 +8,6 @@ two builds give identical figures.
 from __future__ import annotations
 
 import math
-import platform
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
@@ -24,10 +23,8 @@ from ._sliders import heatmap_trace, slider_figure
 __all__ = [
     "clipped_positions_figure",
     "demo_t5_bias_table",
-    "format_cost_table",
     "t5_attention_figure",
     "t5_bucket_figure",
-    "t5_bucket_table",
     "transformer_xl_terms_figure",
     "xl_demo_inputs",
 ]
@@ -345,17 +342,6 @@ def t5_bucket_figure(
     )
 
 
-def t5_bucket_table(pairs: Sequence[tuple[int, int]], *, num_buckets: int = 32, max_distance: int = 128) -> str:
-    """A text table of (m, n, m − n, T5's relative_position = n − m, bucket both ways)."""
-    rows = [f"{'m':>5} {'n':>5} {'m − n':>6} {'T5 n − m':>9} {tr('bucket (bidir.)'):>16} {tr('bucket (causal)'):>16}"]
-    for m, n in pairs:
-        rel = torch.tensor([n - m])  # T5's sign: key minus query
-        both = t5_relative_bucket(rel, num_buckets=num_buckets, max_distance=max_distance).item()
-        causal = t5_relative_bucket(rel, bidirectional=False, num_buckets=num_buckets, max_distance=max_distance).item()
-        rows.append(f"{m:>5} {n:>5} {m - n:>6} {n - m:>9} {both:>16} {causal:>16}")
-    return "\n".join(rows)
-
-
 def demo_t5_bias_table(num_heads: int = 8, num_buckets: int = 32) -> torch.Tensor:
     """Hand-set (not learned) bidirectional T5 bias values, ``[num_buckets, num_heads]``.
 
@@ -461,27 +447,3 @@ def t5_attention_figure(length: int = 32, num_heads: int = 8, head_dim: int = 16
         active=min(3, num_heads - 1),
         views=[(tr("content + T5 bias"), [1]), (tr("content only"), [0]), (tr("bias alone"), [2])],
     )
-
-
-def format_cost_table(rows: Sequence[dict[str, float]]) -> str:
-    """Text table of :func:`posviz.relative.relative_attention_cost` rows (ms), machine named."""
-    threads = rows[0].get("threads", torch.get_num_threads()) if rows else torch.get_num_threads()
-    machine = platform.processor() or platform.machine()
-    lines = [
-        tr("machine: {machine}, torch {version}, 1 CPU thread", machine=machine, version=torch.__version__)
-        if threads == 1
-        else tr(
-            "machine: {machine}, torch {version}, {threads} CPU threads",
-            machine=machine,
-            version=torch.__version__,
-            threads=int(threads),
-        ),
-        f"{'L':>6} {tr('plain (ms)'):>11} {tr('Shaw (ms)'):>10} {tr('T5 bias (ms)'):>13} "
-        f"{'Shaw/plain':>11} {'T5/plain':>9}",
-    ]
-    for row in rows:
-        plain, shaw, t5 = (1000 * row[key] for key in ("plain", "shaw", "t5"))
-        lines.append(
-            f"{int(row['length']):>6} {plain:>11.2f} {shaw:>10.2f} {t5:>13.2f} {shaw / plain:>11.1f} {t5 / plain:>9.1f}"
-        )
-    return "\n".join(lines)

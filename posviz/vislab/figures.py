@@ -88,7 +88,7 @@ def accuracy_figure(results: dict) -> go.Figure:
     cfg = results["config"]
     fig.update_layout(
         title={"text": tr(
-            "Trained at {grid}, evaluated larger:<br>held-out accuracy (mean over {seeds} seeds, bars min–max)",
+            "Trained at {grid}, evaluated larger (accuracy, mean over {seeds} seeds, bars min–max)",
             grid=_grid(train), seeds=len(cfg["seeds"]),
         ), "y": 0.98, "yanchor": "top"},  # at the top, clear of the menu above the plot (a phone wraps it)
         xaxis={"title": {"text": tr("grid size (patches per side; trained at {grid})", grid=_grid(train))},
