@@ -30,7 +30,7 @@ CHECK_GOAL ?= 120
 TEST_BUDGET ?= 1800
 TEST_GOAL ?= 460
 
-.PHONY: book check test setup-book setup-test lint clean translations
+.PHONY: book check test shots setup-book setup-test lint clean translations
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -95,6 +95,11 @@ check: $(VENV)/.test lint
 
 test: $(VENV)/.test lint _build/.book-stamp
 	$(BIN)/python -m pytest $(XDIST) --time-budget=$(TEST_BUDGET) --time-goal=$(TEST_GOAL)
+
+# The browser tests again, with screenshots for review in screenshots/ (every page full-size, at a
+# phone's width and in dark mode; every JupyterLab explorer): `make test` takes none.
+shots: $(VENV)/.test _build/.book-stamp
+	POSVIZ_SHOTS=$(CURDIR)/screenshots $(BIN)/python -m pytest $(XDIST) -m browser
 
 clean:
 	rm -rf _build

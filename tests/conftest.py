@@ -85,6 +85,12 @@ def pytest_configure(config: pytest.Config) -> None:
         torch.set_num_threads(share)
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    from fresh_env import build_in_the_background  # the JupyterLab kernels' environment (tests/fresh_env.py)
+
+    build_in_the_background(session.config)
+
+
 def pytest_terminal_summary(terminalreporter: object, exitstatus: int, config: pytest.Config) -> None:
     if _is_worker(config):
         return
@@ -105,7 +111,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-SHOTS = Path(os.environ.get("POSVIZ_SHOTS", Path(__file__).resolve().parents[1] / "screenshots"))
+# Screenshots for review (README, *Tests*): taken when POSVIZ_SHOTS names a folder (`make shots`
+# sets it to screenshots/), never by default. Nothing asserts on a screenshot, and they cost: a
+# full-page shot of a chapter took 4-5 s here, and a run took about 600 of them.
+SHOTS = Path(os.environ["POSVIZ_SHOTS"]) if os.environ.get("POSVIZ_SHOTS") else None
+
+
+def screenshot(target: object, folder: Path | None, name: str, **options: object) -> None:
+    """A screenshot of ``target`` (a Playwright page or locator) as ``folder/name``, when screenshots
+    were asked for (``folder`` is not ``None``)."""
+    if folder is not None:
+        target.screenshot(path=str(folder / name), **options)
 
 
 def fresh_folder(config: pytest.Config, folder: Path) -> Path:

@@ -365,3 +365,68 @@ def test_the_number_check_sees_thousands_separators() -> None:
 def test_chinese_pages_write_numbers_without_thousands_separators(page: Path) -> None:
     grouped = _grouped_numbers(page)
     assert not grouped, f"{page.name}: numbers with a thousands separator on a Chinese page: {grouped[:8]}"
+
+
+# test_browser.py audits a Chinese page with every axe rule but the colour rules: its English
+# twin's audit read the colours. That holds while a Chinese page shows no kind of element (tag and
+# classes, and any colour its style attribute sets) and no colour the twin lacks. MathJax's own
+# elements are left out: the Chinese words in an equation (\text{...}) are typeset as other
+# glyph boxes, in the equation's colour.
+TWINS = [
+    page
+    for page in sorted(SITE.glob("zh/**/*.html"))
+    if not any(part.startswith("_") for part in page.relative_to(SITE).parts)
+    and (SITE / page.relative_to(SITE / "zh")).exists()
+]
+COLOUR = re.compile(r"#[0-9a-fA-F]{6}\b|#[0-9a-fA-F]{3}\b|rgba?\([^)]*\)")
+ELEMENT = re.compile(r"<([a-zA-Z][\w-]*)\b([^>]*)>")
+ATTRIBUTE = re.compile(r'\b(class|style)="([^"]*)"')
+
+
+def _kinds(text: str) -> set[tuple[str, ...]]:
+    """Every kind of element on a page, and every colour it names."""
+    kinds: set[tuple[str, ...]] = {("colour", c.lower().replace(" ", "")) for c in COLOUR.findall(text)}
+    for tag, attributes in ELEMENT.findall(text):
+        if tag.startswith("mjx-"):
+            continue
+        found = dict(ATTRIBUTE.findall(attributes))
+        style = found.get("style", "")
+        kinds.add((tag.lower(), " ".join(sorted(found.get("class", "").split())), *COLOUR.findall(style)))
+    return kinds
+
+
+def test_the_kinds_check_sees_a_new_kind_of_element() -> None:
+    english = '<p class="a b">x</p><span style="color: #123456">y</span>'
+    assert not _kinds('<p class="b a">字</p>') - _kinds(english)
+    assert _kinds('<p class="a c">字</p>') - _kinds(english)
+    assert _kinds('<span style="color: #654321">字</span>') - _kinds(english)
+
+
+@pytest.mark.parametrize("page", TWINS, ids=lambda p: p.relative_to(SITE).as_posix())
+def test_a_chinese_page_has_its_english_twins_kinds_of_element(page: Path) -> None:
+    english = SITE / page.relative_to(SITE / "zh")
+    new = _kinds(page.read_text(encoding="utf-8")) - _kinds(english.read_text(encoding="utf-8"))
+    assert not new, f"on the Chinese page only, so no axe colour rule has read them: {sorted(new)[:8]}"
+
+
+def _rules(sheet: Path) -> set[str]:
+    """A stylesheet's rules, one per selector of a list, each with its declarations (an at-rule's
+    own line left out: the pruning drops selectors no page matches, from lists and at-rules)."""
+    rules = set()
+    for chunk in sheet.read_text(encoding="utf-8").split("}"):
+        parts = [" ".join(part.split()) for part in chunk.split("{")]
+        if len(parts) >= 2:
+            rules |= {f"{selector.strip()} {{{parts[-1]}" for selector in parts[-2].split(",")}
+    return rules
+
+
+def test_the_chinese_stylesheets_have_no_rule_the_english_ones_lack() -> None:
+    """The other half of what lets the Chinese pages skip axe's colour rules: their styles are the
+    English edition's (each edition's stylesheets keep only the rules its own pages can match)."""
+    sheets = sorted((SITE / "zh" / "_static").rglob("*.css"))
+    assert sheets
+    for sheet in sheets:
+        english = SITE / sheet.relative_to(SITE / "zh")
+        rules = _rules(sheet)
+        new = rules - _rules(english) if english.exists() else rules
+        assert not new, f"{sheet.relative_to(SITE)}: rules the English stylesheet lacks: {sorted(new)[:3]}"

@@ -1,8 +1,10 @@
 """The chapter notebooks as a reader runs them: a real JupyterLab, Run All, every live explorer driven.
 
 One JupyterLab server (from this environment, on 127.0.0.1, a free port and a random token)
-serves copies of the generated ``book/*.ipynb``; headless Chromium (Debian's, through
-Playwright) opens each chapter in turn, runs all its cells, and checks every explorer (an
+serves copies of the generated ``book/*.ipynb``; their kernels are a reader's fresh environment
+(tests/fresh_env.py: what requirements.txt installs, and posviz from a wheel that the setup cell
+installed), so this is also the test that every chapter runs there. Headless Chromium (Debian's,
+through Playwright) opens each chapter in turn, runs all its cells, and checks every explorer (an
 ipywidgets box holding a Plotly figure):
 
 * the figure is drawn at the width of its output, and redrawn when the window gets wider;
@@ -16,7 +18,8 @@ ipywidgets box holding a Plotly figure):
 * no console error, no error output.
 
 Screenshots of every explorer (1280 and 1920 px wide, before and after moving the controls,
-after the reload) go to ``screenshots/jupyterlab/`` (or ``$POSVIZ_SHOTS/jupyterlab/``).
+after the reload), when asked for (``make shots``): ``screenshots/jupyterlab/`` (or
+``$POSVIZ_SHOTS/jupyterlab/``).
 The notebooks are shown as Colab shows them: JupyterLab runs with ``jupyterlab-myst`` disabled.
 Skipped, with the reason, when Chromium,
 Playwright or JupyterLab is missing. ``POSVIZ_LAB_CHAPTERS=rope,alibi`` limits the chapters.
@@ -41,7 +44,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHOTS = Path(os.environ.get("POSVIZ_SHOTS", ROOT / "screenshots")) / "jupyterlab"
 CHROMIUM = "/usr/bin/chromium"
 WIDTHS = (1280, 1920)
 HEIGHT = 1000
@@ -50,7 +52,7 @@ LOAD_TIMEOUT_MS = 180_000  # JupyterLab's page (several MB of JavaScript) on a b
 STEP_TIMEOUT_MS = 60_000  # anything else: a redraw, a kernel round trip
 IGNORED_ERRORS: tuple[str, ...] = ()
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.install]  # install: the kernels' fresh environment
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 pytest.importorskip("jupyterlab", reason="jupyterlab is not installed (pip install -e '.[test]')")
 if not Path(CHROMIUM).exists():
@@ -58,7 +60,8 @@ if not Path(CHROMIUM).exists():
 
 sys.path.insert(0, str(ROOT / "tools"))
 import notebooks  # noqa: E402
-from conftest import thread_env  # noqa: E402
+from conftest import screenshot, thread_env  # noqa: E402
+from fresh_env import KERNEL, FreshEnvironment, fresh_environment  # noqa: E402
 
 
 def _explorer_calls(md: Path) -> int:
@@ -91,7 +94,7 @@ def _free_port() -> int:
 class Lab:
     """A JupyterLab server on 127.0.0.1 serving ``root``."""
 
-    def __init__(self, root: Path, home: Path) -> None:
+    def __init__(self, root: Path, home: Path, fresh: FreshEnvironment) -> None:
         self.root = root
         self.token = secrets.token_hex(16)
         self.port = _free_port()
@@ -106,13 +109,13 @@ class Lab:
         labconfig.mkdir(parents=True, exist_ok=True)
         (labconfig / "page_config.json").write_text(json.dumps({"disabledExtensions": {"jupyterlab-myst": True}}))
         env = {
-            **os.environ,
+            **fresh.env(),  # no PYTHONPATH: the kernels import the posviz that the setup cell installed
+            "JUPYTER_PATH": str(fresh.jupyter_path),  # where the fresh environment's kernel spec is
             "JUPYTERLAB_SETTINGS_DIR": str(settings),
             "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
             "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
             "JUPYTER_CONFIG_DIR": str(home / "config"),
             "IPYTHONDIR": str(home / "ipython"),
-            "PYTHONPATH": str(ROOT),  # the kernel imports this checkout's posviz
             **thread_env(),  # in a parallel run (make test), the kernels' torch keeps to this worker's cores
         }
         self.log = (home / "server.log").open("w")
@@ -165,8 +168,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         nb = json.loads((ROOT / "book" / f"{name}.ipynb").read_text())
         # the 2-minute live rerun of the lab is no part of reading the chapter (the book skips it too)
         nb["cells"] = [c for c in nb["cells"] if "lab-rerun" not in c.get("metadata", {}).get("tags", [])]
+        nb["metadata"]["kernelspec"] = {"name": KERNEL, "display_name": "posviz (fresh)", "language": "python"}
         (root / f"{name}.ipynb").write_text(json.dumps(nb))
-    server = Lab(root, tmp_path_factory.mktemp("jupyter"))
+    server = Lab(root, tmp_path_factory.mktemp("jupyter"), fresh_environment(tmp_path_factory))
     yield server
     server.close()
 
@@ -183,10 +187,11 @@ def pages(browser: object) -> Iterator[object]:
 
 
 @pytest.fixture(scope="module")
-def shots(request: pytest.FixtureRequest) -> Path:
-    from conftest import fresh_folder  # emptied once per run, also when xdist workers share it
+def shots(request: pytest.FixtureRequest) -> Path | None:
+    """Where screenshots go, or ``None`` when none were asked for (conftest.SHOTS)."""
+    from conftest import SHOTS, fresh_folder  # emptied once per run, also when xdist workers share it
 
-    return fresh_folder(request.config, SHOTS)
+    return None if SHOTS is None else fresh_folder(request.config, SHOTS / "jupyterlab")
 
 
 # ---- what the page is asked (JavaScript run in the page) -------------------------------------
@@ -317,6 +322,9 @@ class Chapter:
         ):
             assert time.monotonic() < deadline, f"{self.name}: the kernel did not start"
             time.sleep(0.2)
+        sessions = self.lab.api("GET", "sessions")
+        kernels = [s["kernel"]["name"] for s in sessions if s["path"].endswith(f"{self.name}.ipynb")]
+        assert kernels == [KERNEL], f"{self.name}: kernels {kernels}, not the fresh environment's {KERNEL!r}"
         self.page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
 
     def run_all(self) -> None:
@@ -399,9 +407,10 @@ class Chapter:
         assert found["status"] == "", f"{label}: the explorer reports {found['status']!r}"
         return found
 
-    def shot(self, out: object, shots: Path, label: str) -> None:
-        out.scroll_into_view_if_needed()
-        out.screenshot(path=str(shots / f"{label}.png"))
+    def shot(self, out: object, shots: Path | None, label: str) -> None:
+        if shots is not None:
+            out.scroll_into_view_if_needed()
+            screenshot(out, shots, f"{label}.png")
 
     def move(self, out: object, index: int, how: str, direction: int) -> str:
         """Move slider ``index`` of ``out`` one way (``direction`` +1: up) by dragging or by an arrow
@@ -527,7 +536,7 @@ KNOWN_OPEN: dict[str, str] = {}  # chapter -> a defect the test found and that i
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
-def test_chapter_in_jupyterlab(name: str, lab: Lab, pages: object, shots: Path) -> None:
+def test_chapter_in_jupyterlab(name: str, lab: Lab, pages: object, shots: Path | None) -> None:
     chapter = Chapter(pages, lab, name)
     try:
         chapter.open()

@@ -15,12 +15,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import torch
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +26,7 @@ SITE = Path(os.environ.get("POSVIZ_SITE", ROOT / "_build" / "html"))
 sys.path.insert(0, str(ROOT / "tools"))
 
 import notebooks  # noqa: E402
-from conftest import thread_env  # noqa: E402
+from fresh_env import fresh_environment, has_chinese, setup_cell  # noqa: E402
 
 
 def chapter_names() -> list[str]:
@@ -140,61 +138,22 @@ def test_chinese_pages_launch_the_chinese_notebook(name):
     assert (ROOT / "zh" / "book" / f"{name}.ipynb").exists()
 
 
-def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
-
-
 @pytest.mark.slow
 @pytest.mark.install
-def test_chapters_run_in_a_fresh_environment(tmp_path):
-    """Colab stand-in: no posviz installed; the setup cell installs it from a wheel. Every cell
-    runs, the explorer cells too (the book build skips them: their widget state would add MBs),
-    except the 2-minute live rerun of the lab (tagged lab-rerun)."""
-    wheels = tmp_path / "wheels"
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(ROOT)])
-    (wheel,) = wheels.glob("posviz-*.whl")
-
-    venv = tmp_path / "venv"
-    # the fresh environment sees nothing of this one: no PYTHONPATH pointing at the checkout
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env.update(thread_env())  # in a parallel run (make test), the kernels keep to this worker's cores
-    _run([sys.executable, "-m", "venv", str(venv)])
-    py = str(venv / "bin" / "python")
-    torch_pin = f"torch=={torch.__version__.split('+')[0]}"  # the CPU build already used here
-    reader = [
-        line.strip()
-        for line in (ROOT / "requirements.txt").read_text().splitlines()
-        if line.strip() and not line.startswith("#") and line.strip() != "."
-    ]
-    # --no-compile: pip byte-compiles every module it installs (torch's alone took 27 of 39 s here);
-    # Python compiles the ones the chapters import when they first import them
-    _run([py, "-m", "pip", "install", "-q", "--no-compile", torch_pin], env=env)
-    _run([py, "-m", "pip", "install", "-q", "--no-compile", *reader, "ipykernel", "nbclient", "nbformat"], env=env)
-    probe = subprocess.run([py, "-c", "import posviz"], capture_output=True, cwd=tmp_path, env=env)  # not the checkout
-    assert probe.returncode != 0, "the fresh environment must not have posviz before the setup cell runs"
-
-    # a kernel spec inside the venv, under a name nothing else uses, so the venv's python runs the cells
-    _run([py, "-m", "ipykernel", "install", "--sys-prefix", "--name", "posviz-fresh"], env=env)
-    runner = (
-        "import sys, nbformat\n"
-        "from nbclient import NotebookClient\n"
-        "nb = nbformat.read(sys.argv[1], as_version=4)\n"
-        "NotebookClient(nb, timeout=600, kernel_name='posviz-fresh', skip_cells_with_tag='lab-rerun',\n"
-        "               resources={'metadata': {'path': sys.argv[2]}}).execute()\n"
-    )
-    env["POSVIZ_INSTALL"] = str(wheel)
-    for name in chapter_names():
-        done = subprocess.run(
-            [py, "-c", runner, str(ROOT / "book" / f"{name}.ipynb"), str(ROOT / "book")],
-            env=env, cwd=tmp_path, timeout=900, capture_output=True, text=True,
-        )
-        assert done.returncode == 0, f"{name}.ipynb failed in the fresh environment:\n{done.stderr[-3000:]}"
-    shown = _run([py, "-m", "pip", "show", "posviz"], env=env).stdout
-    assert "Version:" in shown, "the setup cell installed posviz from the wheel"
-    # the wheel carries the figure catalogs: what a Chinese notebook's setup cell switches on
-    probe = "import posviz, posviz.i18n as i; posviz.set_language('zh_CN'); print(i.tr('position p'))"
-    said = subprocess.run([py, "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True, check=True)
-    assert re.search(r"[\u4e00-\u9fff]", said.stdout), said.stdout
+def test_the_setup_cell_installs_posviz_in_a_fresh_environment(tmp_path_factory):
+    """Colab stand-in (tests/fresh_env.py): no posviz before the setup cell; the cell, the same in
+    every chapter (a Chinese one's then sets the language), installs it from a wheel, figure
+    catalogs included. Every cell of every chapter then runs there (but the 2-minute live rerun of
+    the lab, tagged lab-rerun), the explorer cells too: tests/test_jupyterlab.py's kernels are
+    that environment's."""
+    fresh = fresh_environment(tmp_path_factory)
+    assert not fresh.posviz_before, "the fresh environment must not have posviz before the setup cell runs"
+    for name in chapter_names():  # a Chinese notebook's cell then switches the figures' language
+        assert setup_cell(ROOT / "book" / f"{name}.ipynb") == fresh.setup_cell, f"{name}.ipynb: another setup cell"
+        chinese = setup_cell(ROOT / "zh" / "book" / f"{name}.ipynb")
+        assert chinese.startswith(fresh.setup_cell) and "set_language" in chinese, f"zh/book/{name}.ipynb: {chinese}"
+    assert "Version:" in fresh.installed, "the setup cell installed posviz from the wheel"
+    assert has_chinese(fresh.chinese), fresh.chinese
 
 
 def test_chinese_notebooks_cite_in_the_chinese_form():

@@ -1,0 +1,145 @@
+"""A reader's fresh environment, built once per test run and shared by the tests that need it.
+
+Colab stand-in: a new virtual environment with what ``requirements.txt`` gives a reader (torch
+pinned to the CPU build this checkout uses) and a Jupyter kernel, ``posviz-fresh``; no posviz and
+nothing of this checkout until a chapter's setup cell installs posviz from a wheel built from the
+checkout (``POSVIZ_INSTALL``). The chapters then run in it: tests/test_jupyterlab.py's kernels
+are this environment's, so JupyterLab's *Run All* of every chapter is also the run in a fresh
+environment (it once ran every chapter a third time, on its own: 264 s here).
+
+Built by whichever process asks first, under a file lock, in the run's own temporary folder
+(the xdist workers' basetemps are in it); the others wait for it and find it done. In a parallel
+run of the whole suite (``make test``) the xdist controller, idle otherwise, starts it at once
+(:func:`build_in_the_background`), so no worker waits for it. What the build saw (posviz absent
+before the setup cell, installed after) is recorded for tests/test_launch.py to check.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNEL = "posviz-fresh"  # a kernel name nothing else uses, so the environment's python runs the cells
+
+
+@dataclass(frozen=True)
+class FreshEnvironment:
+    python: Path  # the environment's interpreter
+    wheel: Path  # posviz, built from this checkout
+    jupyter_path: Path  # JUPYTER_PATH entry where the kernel spec lives
+    posviz_before: bool  # could it import posviz before the setup cell ran? (it must not)
+    setup_cell: str  # the setup cell's source, as a chapter notebook has it
+    installed: str  # `pip show posviz` after the setup cell
+    chinese: str  # a figure word from the installed wheel, in Chinese
+
+    def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        """An environment for a process that runs this environment's python or kernel: nothing of
+        the checkout on the path, and the setup cell's wheel."""
+        source = os.environ if base is None else base
+        env = {k: v for k, v in source.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        env["POSVIZ_INSTALL"] = str(self.wheel)
+        return env
+
+
+def _run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def setup_cell(notebook: Path) -> str:
+    """The code cell that installs posviz when it is missing (the same in every chapter)."""
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    return next(cell for cell in cells if "POSVIZ_INSTALL" in cell)
+
+
+def _build(folder: Path) -> dict[str, object]:
+    import torch
+
+    wheels = folder / "wheels"
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(ROOT)])
+    (wheel,) = wheels.glob("posviz-*.whl")
+    venv = folder / "venv"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    _run([sys.executable, "-m", "venv", str(venv)])
+    py = venv / "bin" / "python"
+    torch_pin = f"torch=={torch.__version__.split('+')[0]}"  # the CPU build already used here
+    reader = [
+        line.strip()
+        for line in (ROOT / "requirements.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#") and line.strip() != "."
+    ]
+    # --no-compile: pip byte-compiles every module it installs (torch's alone took 27 of 39 s here);
+    # Python compiles the ones the chapters import when they first import them
+    _run([str(py), "-m", "pip", "install", "-q", "--no-compile", torch_pin], env=env)
+    _run([str(py), "-m", "pip", "install", "-q", "--no-compile", *reader, "ipykernel"], env=env)
+    before = subprocess.run([str(py), "-c", "import posviz"], capture_output=True, cwd=folder, env=env).returncode == 0
+    _run([str(py), "-m", "ipykernel", "install", "--sys-prefix", "--name", KERNEL], env=env)
+    # the setup cell, run by the environment's python as its kernel would run it: it installs
+    # posviz once, here, so that two workers' kernels never install it at the same time
+    cell = setup_cell(ROOT / "book" / "rope.ipynb")
+    _run([str(py), "-c", cell], env={**env, "POSVIZ_INSTALL": str(wheel)}, cwd=folder)
+    shown = _run([str(py), "-m", "pip", "show", "posviz"], env=env).stdout
+    # the wheel carries the figure catalogs: what a Chinese notebook's setup cell switches on
+    probe = "import posviz, posviz.i18n as i; posviz.set_language('zh_CN'); print(i.tr('position p'))"
+    said = _run([str(py), "-c", probe], env=env, cwd=folder).stdout
+    return {
+        "python": str(py), "wheel": str(wheel), "jupyter_path": str(venv / "share" / "jupyter"),
+        "posviz_before": before, "setup_cell": cell, "installed": shown, "chinese": said.strip(),
+    }  # fmt: skip
+
+
+def fresh_environment(tmp_path_factory: pytest.TempPathFactory) -> FreshEnvironment:
+    """This run's fresh environment, built on the first call of any worker."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "fresh-environment"
+    folder.mkdir(parents=True, exist_ok=True)
+    record = folder / "built.json"
+    with (folder / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not record.exists():
+            try:
+                built = _build(folder)
+            except subprocess.CalledProcessError as err:
+                raise RuntimeError(f"the fresh environment failed: {err.cmd}\n{(err.stderr or '')[-3000:]}") from None
+            record.write_text(json.dumps(built))
+    found = json.loads(record.read_text())
+    return FreshEnvironment(**{k: Path(v) if k in ("python", "wheel", "jupyter_path") else v for k, v in found.items()})
+
+
+def has_chinese(text: str) -> bool:
+    return bool(re.search(r"[\u4e00-\u9fff]", text))
+
+
+def build_in_the_background(config: pytest.Config) -> threading.Thread | None:
+    """In the xdist controller of a run of the whole suite whose markers select the install tests,
+    start building the fresh environment in a thread (pip's work is in subprocesses), and return
+    the thread; else ``None`` (the first test that needs it builds it)."""
+    from _pytest.mark.expression import Expression
+
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return None
+    if config.args_source != pytest.Config.ArgsSource.TESTPATHS or config.option.keyword:
+        return None  # some tests only: maybe none that needs it
+    marks = config.option.markexpr
+    if marks and not Expression.compile(marks).evaluate(lambda name, **_: name in ("install", "browser", "slow")):
+        return None
+
+    def build() -> None:
+        try:
+            fresh_environment(config._tmp_path_factory)
+        except Exception:  # the test that needs it builds it again, and says why it fails
+            pass
+
+    thread = threading.Thread(target=build, name="fresh-environment", daemon=True)
+    thread.start()
+    return thread
