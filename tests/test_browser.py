@@ -498,7 +498,9 @@ def test_phone_page_fits_the_screen(page_path: str, browser: object, base_url: s
 # (figures drawn dark at once, not switched). A page without figures looks the same either way
 # (only the theme's CSS changes), so it is audited in dark once, from the start: an axe audit of
 # a long page of docstrings and typeset math is the slowest check there is, most of it axe's
-# colour-contrast rule.
+# colour-contrast rule. What dark mode can change besides colours is what the theme shows in it
+# (its dark logo, the same header on every page): the preface and the page with figures get every
+# rule in dark, the API reference's pages (test_page audited them whole, light) the colour rules.
 ENGLISH_PAGES = [
     p for p in PAGES if not p.startswith("zh/") and (_figure_count(p) or p == "book/intro.html" or p in API_PAGES)
 ]
@@ -513,10 +515,13 @@ assert set(ENGLISH_PAGES) <= set(SWITCHED_TO_DARK) | set(DARK_FROM_THE_START), "
 DARK_PAPER = "#14181e"  # figures.js's dark paper colour
 
 
-def _dark_checks(visit: _Visit, page_path: str, shots: Path | None, *, switched: bool) -> list[str]:
+def _dark_checks(
+    visit: _Visit, page_path: str, shots: Path | None, *, switched: bool, colours_only: bool = False
+) -> list[str]:
     """The theme's dark mode on the page as it is now: no contrast (or other) axe violation;
     figures dark with light text, and back to light when the reader switches. ``switched``: the
-    page opened light, and is switched to dark here as the theme's switch does."""
+    page opened light, and is switched to dark here as the theme's switch does; ``colours_only``
+    (implied by ``switched``): axe's colour rules only, on a page test_page audited whole."""
     page = visit.page
     figures = _figure_count(page_path)
     if switched:
@@ -543,7 +548,7 @@ def _dark_checks(visit: _Visit, page_path: str, shots: Path | None, *, switched:
     for figure in page.evaluate(_COLOURS_JS):
         if _luminance(figure["paper"]) >= 0.05 or _contrast(figure["paper"], figure["font"]) < 7:
             short.append(f"dark: {figure}")
-    violations = visit.axe(colours_only=switched)  # switched: the light audit saw the rest
+    violations = visit.axe(colours_only=switched or colours_only)  # the light audit saw the rest
     if violations:
         short.append(f"axe in dark mode: {violations}")
     if figures:
@@ -573,7 +578,7 @@ def test_dark_mode(page_path: str, browser: object, base_url: str, shots: Path |
         visit.figures_ready(_figure_count(page_path))
         page = visit.page
         page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
-        short = _dark_checks(visit, page_path, shots, switched=False)
+        short = _dark_checks(visit, page_path, shots, switched=False, colours_only=page_path in API_PAGES)
         assert not short, "; ".join(short)[:3000]
     finally:
         visit.context.close()
