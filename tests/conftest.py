@@ -113,7 +113,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 # Screenshots for review (README, *Tests*): taken when POSVIZ_SHOTS names a folder (`make shots`
 # sets it to screenshots/), never by default. Nothing asserts on a screenshot, and they cost: a
-# full-page shot of a chapter took 4-5 s here, and a run took 125 (77 full pages, 48 explorers).
+# full-page shot of a chapter took 4-5 s here, and a run took 126 (77 full pages, 48 explorers, 1 more).
 SHOTS = Path(os.environ["POSVIZ_SHOTS"]) if os.environ.get("POSVIZ_SHOTS") else None
 
 

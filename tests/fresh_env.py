@@ -3,7 +3,7 @@
 Colab stand-in: a new virtual environment with what ``requirements.txt`` gives a reader (torch
 pinned to the CPU build this checkout uses) and a Jupyter kernel, ``posviz-fresh``; no posviz and
 nothing of this checkout until a chapter's setup cell installs posviz from a wheel built from the
-checkout (``POSVIZ_INSTALL``). The chapters then run in it: tests/test_jupyterlab.py's kernels
+checkout's files as they are now (``POSVIZ_INSTALL``). The chapters then run in it: tests/test_jupyterlab.py's kernels
 are this environment's, so JupyterLab's *Run All* of every chapter is also the run in a fresh
 environment (it once ran every chapter a third time, on its own: 264 s here).
 
@@ -62,11 +62,22 @@ def setup_cell(notebook: Path) -> str:
     return next(cell for cell in cells if "POSVIZ_INSTALL" in cell)
 
 
+# Not copied for the wheel: what is no part of the package's source, and setuptools' own build/
+# folder, which it leaves in the tree it builds in and does not refresh from a source file older
+# than its copy (a file restored with its old mtime): a wheel built in the checkout once kept a
+# change that had been undone.
+LEFT_OUT = {".git", ".venv", "_build", "build", "dist", "node_modules", "screenshots", "results", ".pytest_cache",
+            ".ruff_cache", ".hypothesis", "__pycache__", ".ipynb_checkpoints"}  # fmt: skip
+
+
 def _build(folder: Path) -> dict[str, object]:
+    import shutil
+
     import torch
 
-    wheels = folder / "wheels"
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(ROOT)])
+    source, wheels = folder / "source", folder / "wheels"
+    shutil.copytree(ROOT, source, ignore=lambda _, names: [n for n in names if n in LEFT_OUT or n.endswith("egg-info")])
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(source)])
     (wheel,) = wheels.glob("posviz-*.whl")
     venv = folder / "venv"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
