@@ -182,6 +182,9 @@ class _Visit:
         elif not colours:
             off = {rule: {"enabled": False} for rule in AXE_COLOUR_RULES}
             options = {**AXE_OPTIONS, "rules": {**AXE_OPTIONS["rules"], **off}}
+        # resultTypes: the violations only (axe still runs every rule on every element, but details
+        # just one node of each passing rule): 10.5 s instead of 14.6 on the extrapolation chapter
+        options = {**options, "resultTypes": ["violations"]}
         violations = self.page.evaluate("options => axe.run(document, options).then(r => r.violations)", options)
         return [
             f"{v['id']} ({v['impact']}): {[n['html'][:120] for n in v['nodes'][:3]]}"
@@ -582,6 +585,24 @@ def test_dark_mode(page_path: str, browser: object, base_url: str, shots: Path |
         assert not short, "; ".join(short)[:3000]
     finally:
         visit.context.close()
+
+
+def test_the_audit_finds_violations_in_each_of_its_modes(browser: object) -> None:
+    """axe as _Visit.axe runs it (violations only): whole, without the colour rules (a Chinese
+    twin), and the colour rules only (dark mode)."""
+    context = browser.new_context()
+    try:
+        visit = _Visit.__new__(_Visit)
+        visit.page = context.new_page()
+        faint = '<p style="color:#ccc;background:#fff">faint</p>'
+        visit.page.set_content(f'<html lang="en"><body><main>{faint}<img src="x.png"></main></body></html>')
+        found = {mode: {v.split(" ")[0] for v in visit.axe(**kw)} for mode, kw in
+                 {"whole": {}, "twin": {"colours": False}, "dark": {"colours_only": True}}.items()}  # fmt: skip
+    finally:
+        context.close()
+    assert {"color-contrast", "image-alt"} <= found["whole"]
+    assert "image-alt" in found["twin"] and "color-contrast" not in found["twin"]
+    assert found["dark"] == {"color-contrast"}
 
 
 def test_root_redirect_has_a_favicon_title_and_language() -> None:
