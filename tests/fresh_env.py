@@ -3,9 +3,10 @@
 Colab stand-in: a new virtual environment with what ``requirements.txt`` gives a reader (torch
 pinned to the CPU build this checkout uses) and a Jupyter kernel, ``posviz-fresh``; no posviz and
 nothing of this checkout until a chapter's setup cell installs posviz from a wheel built from the
-checkout's files as they are now (``POSVIZ_INSTALL``). The chapters then run in it: tests/test_jupyterlab.py's kernels
-are this environment's, so JupyterLab's *Run All* of every chapter is also the run in a fresh
-environment (it once ran every chapter a third time, on its own: 264 s here).
+checkout's files as they are now (``POSVIZ_INSTALL``). The chapters then run in it:
+tests/test_jupyterlab.py's kernels are this environment's, so JupyterLab's *Run All* of every
+chapter is also the run in a fresh environment (it once ran every chapter a third time, on its
+own: 264 s here).
 
 Built by whichever process asks first, under a file lock, in the run's own temporary folder
 (the xdist workers' basetemps are in it); the others wait for it and find it done. In a parallel
@@ -42,13 +43,15 @@ class FreshEnvironment:
     installed: str  # `pip show posviz` after the setup cell
     chinese: str  # a figure word from the installed wheel, in Chinese
 
-    def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
+    def env(self) -> dict[str, str]:
         """An environment for a process that runs this environment's python or kernel: nothing of
         the checkout on the path, and the setup cell's wheel."""
-        source = os.environ if base is None else base
-        env = {k: v for k, v in source.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-        env["POSVIZ_INSTALL"] = str(self.wheel)
-        return env
+        return {**_outside_the_checkout(), "POSVIZ_INSTALL": str(self.wheel)}
+
+
+def _outside_the_checkout() -> dict[str, str]:
+    """This process's environment without what points into the checkout or its .venv."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
 
 
 def _run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess:
@@ -80,7 +83,7 @@ def _build(folder: Path) -> dict[str, object]:
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(source)])
     (wheel,) = wheels.glob("posviz-*.whl")
     venv = folder / "venv"
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env = _outside_the_checkout()
     _run([sys.executable, "-m", "venv", str(venv)])
     py = venv / "bin" / "python"
     torch_pin = f"torch=={torch.__version__.split('+')[0]}"  # the CPU build already used here
@@ -131,19 +134,19 @@ def has_chinese(text: str) -> bool:
     return bool(re.search(r"[\u4e00-\u9fff]", text))
 
 
-def build_in_the_background(config: pytest.Config) -> threading.Thread | None:
+def build_in_the_background(config: pytest.Config) -> None:
     """In the xdist controller of a run of the whole suite whose markers select the install tests,
-    start building the fresh environment in a thread (pip's work is in subprocesses), and return
-    the thread; else ``None`` (the first test that needs it builds it)."""
+    start building the fresh environment in a thread (pip's work is in subprocesses); elsewhere
+    the first test that needs it builds it."""
     from _pytest.mark.expression import Expression
 
     if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
-        return None
+        return
     if config.args_source != pytest.Config.ArgsSource.TESTPATHS or config.option.keyword:
-        return None  # some tests only: maybe none that needs it
+        return  # some tests only: maybe none that needs it
     marks = config.option.markexpr
     if marks and not Expression.compile(marks).evaluate(lambda name, **_: name in ("install", "browser", "slow")):
-        return None
+        return
 
     def build() -> None:
         try:
@@ -151,6 +154,4 @@ def build_in_the_background(config: pytest.Config) -> threading.Thread | None:
         except Exception:  # the test that needs it builds it again, and says why it fails
             pass
 
-    thread = threading.Thread(target=build, name="fresh-environment", daemon=True)
-    thread.start()
-    return thread
+    threading.Thread(target=build, name="fresh-environment", daemon=True).start()
