@@ -25,6 +25,10 @@ XDIST = -n $(JOBS) --dist load
 # third round, 1,291 s after it (2,562 tests). TEST_GOAL is issue 25's 8 minutes for all of
 # `make test`, less lint. CHECK_GOAL is issue 25's 2 minutes; CHECK_BUDGET leaves room for a slow
 # day (179 and 183 s here on 2 December).
+# pytest keeps compiled bytecode between runs (__pycache__, ignored by git): where the environment
+# sets PYTHONDONTWRITEBYTECODE (this machine does), every run compiled posviz afresh and rewrote
+# every test file's asserts again, 4 of each worker's 18 s of collection here.
+PYTEST = env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 CHECK_BUDGET ?= 300
 CHECK_GOAL ?= 120
 TEST_BUDGET ?= 1500
@@ -91,15 +95,15 @@ lint: $(VENV)/.test
 	$(BIN)/ruff check .
 
 check: $(VENV)/.test lint
-	$(BIN)/python -m pytest $(XDIST) -m "not browser and not book and not install" --time-budget=$(CHECK_BUDGET) --time-goal=$(CHECK_GOAL)
+	$(PYTEST) $(XDIST) -m "not browser and not book and not install" --time-budget=$(CHECK_BUDGET) --time-goal=$(CHECK_GOAL)
 
 test: $(VENV)/.test lint _build/.book-stamp
-	$(BIN)/python -m pytest $(XDIST) --time-budget=$(TEST_BUDGET) --time-goal=$(TEST_GOAL)
+	$(PYTEST) $(XDIST) --time-budget=$(TEST_BUDGET) --time-goal=$(TEST_GOAL)
 
 # The browser tests again, with screenshots for review in screenshots/ (every page full-size, at a
 # phone's width and in dark mode; every JupyterLab explorer): `make test` takes none.
 shots: $(VENV)/.test _build/.book-stamp
-	POSVIZ_SHOTS=$(CURDIR)/screenshots $(BIN)/python -m pytest $(XDIST) -m browser
+	POSVIZ_SHOTS=$(CURDIR)/screenshots $(PYTEST) $(XDIST) -m browser
 
 clean:
 	rm -rf _build
