@@ -211,7 +211,7 @@ def _bibliography() -> dict[str, tuple[str, str]]:
     """Citation key -> (authors as the book cites them, year), from the ``bibtex_bibfiles``."""
     entries: dict[str, tuple[str, str]] = {}
     # one backend for every name: render_as("text") looks the backend up among the installed
-    # packages' entry points on each call (7 s for the book's references; this takes 0.1 s)
+    # packages' entry points on each call (7 s for the book's references; this takes 0.2 s)
     text = PlainText()
     for path in config().get("bibtex_bibfiles", []):
         for key, entry in parse_file(str(ROOT / path)).entries.items():
