@@ -91,32 +91,43 @@ def test_mpt_slopes_with_bias_max_8_are_press_slopes():
     assert not torch.allclose(mpt_alibi_slopes(8, 4.0), posviz.alibi_slopes(8))
 
 
+def _falcon_queries_and_keys(layer: torch.nn.Module, hidden: torch.Tensor, heads: int) -> tuple[torch.Tensor, ...]:
+    """A Falcon (not multi-query, not the new decoder architecture) layer's q and k, [b, heads, s, hd]:
+    ``query_key_value``'s output is laid out [..., heads, 3, head_dim], each head's query, key and
+    value side by side (``FalconAttention``'s split in every transformers release)."""
+    fused = layer.self_attention.query_key_value(layer.input_layernorm(hidden))
+    fused = fused.unflatten(-1, (heads, 3, -1))
+    return fused[..., 0, :].transpose(1, 2), fused[..., 1, :].transpose(1, 2)
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_falcon_alibi_through_its_eager_softmax(seed):
+    """``FalconModel``'s attention probabilities (eager, left padding) are softmax(q k^T / sqrt(d) + the
+    card's bias) over the keys a query may see. Through the model's public forward: transformers 5
+    moved the ALiBi bias from ``FalconAttention``'s arguments into the model's attention mask."""
     rng = random.Random(f"falcon-alibi-{seed}")
     # 9..15 heads: slopes 2^(-k/2) that bfloat16 rounds, products with more bits than bfloat16 keeps
     heads, hd, length = (3, 12, 10, 15, 14)[seed], rng.choice((4, 8)), rng.randint(8, 16)
     config = transformers.FalconConfig(
         hidden_size=heads * hd, num_attention_heads=heads, num_hidden_layers=1, alibi=True, multi_query=False,
-        new_decoder_architecture=False, bias=False,
+        new_decoder_architecture=False, parallel_attn=True, bias=False, vocab_size=16,
     )
     config._attn_implementation = "eager"
     card = position_card(config)
     assert card.method == "alibi" and card.alibi.bias_scaled and card == position_card(config.to_dict())
-    mod = _mod("falcon")
     mask = _left_padded(rng, 2, length)
-    alibi = mod.build_alibi_tensor(mask, heads, torch.float32)
+    model = transformers.FalconModel(config).eval()
+    hidden = torch.randn(2, length, config.hidden_size)
+    with torch.no_grad():
+        probs = model(inputs_embeds=hidden, attention_mask=mask, output_attentions=True).attentions[0]
+        q, k = _falcon_queries_and_keys(model.h[0], hidden, heads)
     allowed = _causal(length, length)[None, None] & mask[:, None, None, :].bool()
     additive = torch.where(allowed, 0.0, torch.finfo(torch.float32).min)
-    with torch.no_grad():
-        attn = mod.FalconAttention(config, 0).eval()
-        hidden = torch.randn(2, length, config.hidden_size)
-        _, probs = attn(hidden, alibi, additive, output_attentions=True)
-        q, k, _ = attn._split_heads(attn.query_key_value(hidden))
-    q, k = q.transpose(1, 2), k.transpose(1, 2)
     bias = card.bias(length, attention_mask=mask)
     mine = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(hd) + bias + additive, dim=-1)
     torch.testing.assert_close(mine, probs, atol=1e-6, rtol=1e-5)
+    without = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(hd) + additive, dim=-1)
+    assert not torch.allclose(without, probs, atol=1e-4)  # the bias shows in these probabilities
 
 
 @pytest.mark.parametrize("heads", (3, 9, 12, 16))
