@@ -198,6 +198,11 @@ def shots(request: pytest.FixtureRequest) -> Path | None:
 
 EXPLORER = ".jp-OutputArea-output:has(.widget-vbox .js-plotly-plot)"
 
+# The controls' values as the page shows them (readouts, dropdowns, check boxes).
+CONTROLS = r"""(out) => [...out.querySelectorAll('.widget-readout, .widget-dropdown select, .widget-checkbox input')]
+  .map(e => e.tagName === 'INPUT' ? String(e.checked) : e.tagName === 'SELECT' ? e.value : e.textContent)"""
+
+
 # Everything a check needs about one explorer, measured in the page.
 MEASURE = r"""(out) => {
   const gd = out.querySelector('.js-plotly-plot');
@@ -251,10 +256,9 @@ MEASURE = r"""(out) => {
   for (const c of out.querySelectorAll('.widget-hbox > .widget-inline-hbox, .widget-hbox > .widget-checkbox')) {
     if (box(c)[2] > right + 1) r.problems.push(`control "${c.textContent.trim().slice(0, 30)}" cut off`);
   }
-  r.controls = [...out.querySelectorAll('.widget-readout, .widget-dropdown select, .widget-checkbox input')]
-    .map(e => e.tagName === 'INPUT' ? String(e.checked) : e.tagName === 'SELECT' ? e.value : e.textContent);
+  r.controls = (%CONTROLS%)(out);
   return r;
-}"""
+}""".replace("%CONTROLS%", CONTROLS)
 
 # A cheap fingerprint of what the figure shows: per trace, a hash of each of its data keys, and
 # one of the layout's texts (annotations, titles); a JSON string, so that the page compares it
@@ -483,6 +487,28 @@ class Chapter:
             result += f" (the slider went from {value} to {now}; console errors: {self.errors[-3:]})"
         return result
 
+    def settle(self, outs: list[object], quiet: float = 1.0) -> None:
+        """Until the kernel has been idle, and every figure and control unchanged, for ``quiet``
+        seconds. A drag sends several values, and ipywidgets holds a model's latest value back
+        until the kernel has answered the one before: on a busy machine the kernel can still be
+        drawing an earlier value when the test reads the figure (CI saw a figure for d = 136
+        read before a reload and the kernel's d = 162 after it), and a page reloaded then loses
+        the value still held back (a control came back as 210, not 162)."""
+        deadline = time.monotonic() + STEP_TIMEOUT_MS / 1000
+        last, since = None, time.monotonic()
+        while True:
+            busy = any(
+                s["path"].endswith(f"{self.name}.ipynb") and s["kernel"]["execution_state"] != "idle"
+                for s in self.lab.api("GET", "sessions")
+            )
+            now = [(self.signature(out), out.evaluate(CONTROLS)) for out in outs]
+            if busy or now != last:
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since >= quiet:
+                return
+            assert time.monotonic() < deadline, f"{self.name}: the explorers never settled after their sliders moved"
+            time.sleep(0.2)
+
     def room(self, out: object, index: int) -> int:
         """+1 if slider ``index`` has more room above its value than below, else -1."""
         handle = out.locator(".widget-slider").nth(index).locator(".noUi-handle").first
@@ -561,6 +587,7 @@ def test_chapter_in_jupyterlab(name: str, lab: Lab, pages: object, shots: Path |
             chapter.drive(out, label)
             chapter.check(out, f"{label} after moving its sliders")
             chapter.shot(out, shots, f"{label}-{WIDTHS[0]}-moved")
+        chapter.settle(outs)  # what the kernel drew for the sliders' last values is what a reload shows
         chapter.page.set_viewport_size({"width": WIDTHS[1], "height": HEIGHT})
         before = []
         for k, out in enumerate(outs):
