@@ -148,6 +148,17 @@ def _answer_right_and_wrong(q) -> None:
         assert cls.endswith(" correct") and q.get_attribute("data-shown") in text, text
 
 
+def _answer_wrong(q) -> None:
+    """Answer ``q`` wrong with the mouse, and see it said so."""
+    if q.get_attribute("data-kind") == "choice":
+        q.locator('input[type=radio][data-correct="0"]').first.check()
+    else:
+        answer, tol = float(q.get_attribute("data-answer")), float(q.get_attribute("data-tol"))
+        q.locator("input[type=text]").fill(repr(answer + 10 * tol + abs(answer) + 1))
+    q.locator("button.sc-check").click()
+    assert _feedback(q)[0].endswith(" incorrect")
+
+
 def _answer_by_keyboard(page, q) -> None:
     """Tab into the question, answer right with the keyboard only, and hear the feedback."""
     first = q.locator("input").first
@@ -161,6 +172,7 @@ def _answer_by_keyboard(page, q) -> None:
         page.keyboard.press("Tab")  # to the Check button
         page.keyboard.press("Enter")
     else:
+        page.keyboard.press("ControlOrMeta+A")  # whatever the field holds is replaced
         page.keyboard.type(q.get_attribute("data-answer"))
         page.keyboard.press("Enter")
     cls, _ = _feedback(q)
@@ -248,9 +260,12 @@ def test_every_chapter_has_self_check_questions_that_answer(browser, site_url, c
         for q in questions.all() if q.get_attribute("data-kind") == "choice"
     ]
     assert len(positions) < 2 or set(positions) != {0}, f"{chapter}: the right option is always first"
-    page.reload(wait_until="load")
-    for i in range(page.locator("fieldset.self-check").count()):
-        _answer_by_keyboard(page, page.locator("fieldset.self-check").nth(i))
+    # the keyboard, from a wrong answer (no second load of a page that draws every figure again):
+    # the feedback must turn from incorrect to correct by the keyboard alone
+    for i in range(questions.count()):
+        q = questions.nth(i)
+        _answer_wrong(q)
+        _answer_by_keyboard(page, q)
     errors = [e for e in errors if "THEBE_JS_URL" not in e]
     assert not errors, errors
     assert not outside, outside
