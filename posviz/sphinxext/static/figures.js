@@ -423,10 +423,15 @@
   /* Puts the wrapped titles in on a phone and the figure's own titles back on a wide screen; a
      title a slider step replaced is wrapped afresh. Records {path: [wrapped, original]}. */
   function wrapTitles(gd) {
+    if (!gd.__posviz || !gd.layout) return null;
+    var update = titleChanges(gd, containerWidth(gd));
+    return Object.keys(update).length ? Plotly.relayout(gd, update) : null;
+  }
+
+  /* The title changes wrapTitles makes ({path: text}), recorded in the figure's state as made. */
+  function titleChanges(gd, width) {
     var state = gd.__posviz;
-    if (!state || !gd.layout) return null;
     var made = state.wrapped || {};
-    var width = containerWidth(gd);
     var update = {};
     var keep = {};
     if (width > 0 && width < NARROW) {
@@ -439,7 +444,7 @@
       if (!(path in keep) && get(gd.layout, path) === made[path][0]) update[path] = made[path][1];
     });
     state.wrapped = keep;
-    return Object.keys(update).length ? Plotly.relayout(gd, update) : null;
+    return update;
   }
 
   function lineCount(text) {
@@ -611,11 +616,12 @@
     return Math.max(0, Math.floor(width));
   }
 
-  /* Bring one figure to what the page needs now; returns Plotly's promise (or null). */
-  function adapt(gd) {
-    if (!gd.__posviz || !gd.layout) return null;
+  /* What one figure needs now, from its current state (nothing drawn, nothing changed): null when
+     it has it already, else {narrow, key, L (layout paths), traceUpdate (per trace), want, and
+     the undo record to keep}. ``gd`` is a drawn figure, or {data, layout, __posviz} before its
+     first draw, with its container's ``width``. */
+  function plan(gd, width) {
     var undo = gd.__posviz;
-    var width = containerWidth(gd);
     var narrow = width > 0 && width < NARROW;
     var isDark = dark();
     var key = (narrow ? "n" + width : "w") + (isDark ? "d" : "l");
@@ -658,14 +664,76 @@
         return copy(get(trace, k)); // untouched: set to what it is
       });
     });
-    undo.layout = newUndo;
-    undo.traces = newTraceUndo;
-    undo.key = key;
-    var count = gd.data.length;
-    var indices = [];
-    for (var i = 0; i < count; i++) indices.push(i);
-    gd.classList.toggle("posviz-narrow", narrow);
-    return Promise.resolve(Plotly.update(gd, traceUpdate, L, indices)).then(function () {
+    return { narrow: narrow, key: key, L: L, traceUpdate: traceUpdate, layoutUndo: newUndo, traceUndo: newTraceUndo };
+  }
+
+  /* ``value`` at ``path`` ("a.b", "a[0].b") of a figure's spec, as Plotly.update would set it there
+     (null: the attribute left to plotly.js's default). */
+  function put(obj, path, value) {
+    var parts = path.replace(/\[(\d+)\]/g, ".$1").split(".");
+    for (var i = 0; i < parts.length - 1; i++) {
+      if (obj[parts[i]] === undefined || obj[parts[i]] === null || typeof obj[parts[i]] !== "object") {
+        obj[parts[i]] = /^\d+$/.test(parts[i + 1]) ? [] : {};
+      }
+      obj = obj[parts[i]];
+    }
+    var last = parts[parts.length - 1];
+    if (value === null || value === undefined) delete obj[last];
+    else obj[last] = copy(value);
+  }
+
+  /* A figure's spec made what the page needs before plotly.js first draws it (a phone's column, the
+     dark theme): one draw instead of a draw and a redraw of every figure. Returns the figure's
+     record (``__posviz``) and the plan applied, or null for a figure drawn as it comes (a wide
+     column in light). */
+  function adaptSpec(el, data, layout) {
+    var state = { layout: {}, traces: [], key: "wl" };
+    var spec = { data: data, layout: layout, __posviz: state };
+    var width = containerWidth(el);
+    var p = plan(spec, width);
+    if (!p) return { state: state, plan: null };
+    Object.keys(p.L).forEach(function (k) {
+      // plotly.js sizes a figure that has no width to its element, the column's width here, and
+      // only a figure it sized so can be sized again (a fixed first width breaks a later autosize)
+      if (k === "width") delete layout.width;
+      else put(layout, k, p.L[k]);
+    });
+    Object.keys(p.traceUpdate).forEach(function (k) {
+      p.traceUpdate[k].forEach(function (v, i) { put(data[i], k, v); });
+    });
+    state.layout = p.layoutUndo;
+    state.traces = p.traceUndo;
+    state.key = p.key;
+    var titles = titleChanges(spec, width); // a phone's wrapped titles too
+    Object.keys(titles).forEach(function (k) { put(layout, k, titles[k]); });
+    el.classList.toggle("posviz-narrow", p.narrow);
+    return { state: state, plan: p };
+  }
+
+  /* Bring one figure to what the page needs now; returns Plotly's promise (or null). */
+  function adapt(gd) {
+    if (!gd.__posviz || !gd.layout) return null;
+    var p = plan(gd, containerWidth(gd));
+    if (!p) return null;
+    var undo = gd.__posviz;
+    undo.layout = p.layoutUndo;
+    undo.traces = p.traceUndo;
+    undo.key = p.key;
+    var indices = gd.data.map(function (_, i) { return i; });
+    gd.classList.toggle("posviz-narrow", p.narrow);
+    // A width given back to plotly.js (null) is the width plotly.js sized the figure to when it first
+    // drew it: a phone's, for a figure first drawn on a phone. Its element's width now, instead.
+    if ("width" in p.L && p.L.width === null && gd._initialAutoSize) gd._initialAutoSize.width = containerWidth(gd);
+    return Promise.resolve(Plotly.update(gd, p.traceUpdate, p.L, indices)).then(function () {
+      return drawn(gd, p.narrow);
+    });
+  }
+
+  /* What follows an adaptation once the figure is drawn: square panels' height, titles wrapped,
+     a phone's settling, the wrapper's height. */
+  function drawn(gd, narrow) {
+    var undo = gd.__posviz;
+    return Promise.resolve().then(function () {
       // Square panels (scaleanchor) shrink their width to their height: give them the height.
       var fl = gd._fullLayout;
       if (!narrow || !fl) return;
@@ -792,11 +860,13 @@
     // A figure that names a shared template (data-posviz-template) does not carry it.
     var name = el && el.dataset ? el.dataset.posvizTemplate : null;
     if (name && TEMPLATES[name] && layout && !layout.template) layout.template = TEMPLATES[name];
+    // a phone's layout and the dark theme go into the spec: plotly.js draws the figure once
+    var first = el && !el.__posviz && Array.isArray(data) && layout ? adaptSpec(el, data, layout) : null;
     var result = newPlot.apply(this, args);
     if (!el) return result;
-    return Promise.resolve(result).then(function (drawn) {
+    return Promise.resolve(result).then(function (shown) {
       if (!el.__posviz) {
-        el.__posviz = { layout: {}, traces: [], key: "wl" };
+        el.__posviz = first ? first.state : { layout: {}, traces: [], key: "wl" };
         figures.push(el);
       }
       if (el.on && !el.__posvizWraps) {
@@ -805,9 +875,10 @@
         // fires plotly_update, the relayout that wraps fires plotly_relayout: no loop)
         el.on("plotly_update", function () { wrapTitles(el); });
       }
-      return Promise.resolve(adapt(el)).then(function () {
+      var adapted = first && first.plan ? drawn(el, first.plan.narrow) : adapt(el);
+      return Promise.resolve(adapted).then(function () {
         el.dataset.posvizReady = "1";
-        return drawn;
+        return shown;
       });
     });
   };
