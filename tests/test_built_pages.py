@@ -11,6 +11,7 @@ import functools
 import html
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -195,7 +196,8 @@ QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"|‘[^’]*’")
 IDENTIFIER = re.compile(r"[\w′-]*[_.^][\w′.-]+|\b[A-Za-z]+(?=\()")
 
 
-def _ui_texts(page: Path) -> list[str]:
+@functools.cache  # a Chinese page's check reads its English twin's too: one parse each per worker
+def _ui_texts(page: Path) -> tuple[str, ...]:
     """The words a page's tables (every cell) and figure descriptions (name and words) show, with
     code, math, quoted examples and identifiers taken out. The glossary's English column is
     English by design."""
@@ -215,7 +217,7 @@ def _ui_texts(page: Path) -> list[str]:
     for node in main.select(UI_SKIP):
         node.decompose()
     texts += [cell.get_text(" ") for cell in main.select("table th, table td")]
-    return [IDENTIFIER.sub(" ", QUOTED.sub(" ", " ".join(t.split()))) for t in texts]
+    return tuple(IDENTIFIER.sub(" ", QUOTED.sub(" ", " ".join(t.split()))) for t in texts)
 
 
 @functools.cache
@@ -260,7 +262,8 @@ def test_chinese_tables_and_figure_descriptions_leave_no_english_ui_words(page: 
     assert not left, f"{page.name}: English UI words in tables or figure descriptions: {sorted(left.items())[:12]}"
 
 
-def _figure_texts(page: Path) -> list[str]:
+@functools.cache  # three checks of a Chinese page read them: one parse per worker
+def _figure_texts(page: Path) -> tuple[str, ...]:
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
@@ -268,7 +271,7 @@ def _figure_texts(page: Path) -> list[str]:
     for figure in soup.select("figure.posviz-figure"):
         words = figure.select_one(".posviz-figure-words p")
         texts += [figure.get("aria-label", ""), words.get_text() if words else ""]
-    return texts
+    return tuple(texts)
 
 
 # A subscript mark joins a symbol and its index (L_max, θ_i, o_π(m)); any other "_" was left by
@@ -280,7 +283,7 @@ HAN = "\u3400-\u9fff"
 SPACE_IN_CHINESE = re.compile(rf"[{HAN}][ \u00a0]+[{HAN}]")
 
 
-def _marks(texts: list[str], pattern: re.Pattern[str]) -> list[str]:
+def _marks(texts: Sequence[str], pattern: re.Pattern[str]) -> list[str]:
     return [t[max(0, m.start() - 12) : m.end() + 12] for t in texts for m in pattern.finditer(t)]
 
 
