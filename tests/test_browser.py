@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import axe_audit
 import pytest
 from conftest import screenshot
 
@@ -41,14 +42,6 @@ MAX_FIRST_VISIT = 2_425_000
 MAX_HTML = 1_500_000
 PHONE = {"width": 390, "height": 844}
 MIN_PLOT_SHARE = 0.6  # of the figure's width, for every panel's plot area
-AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
-# axe's defaults plus the (experimental) rule that the header buttons once failed
-# preload: false: axe's own CSSOM preload fetches each @import relative to the document, not to
-# the stylesheet (theme.css's "../basic.css" became /basic.css, a 404 that only axe asked for).
-AXE_OPTIONS = {"rules": {"label-content-name-mismatch": {"enabled": True}}, "preload": False}
-# The rules whose verdict depends on colours (axe's tag cat.color, less the AAA rule the audit
-# leaves off): the dark pass of a page already audited light runs these only.
-AXE_COLOUR_RULES = ["color-contrast", "link-in-text-block"]
 
 pytestmark = pytest.mark.browser
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
@@ -172,28 +165,12 @@ class _Visit:
             )
 
     def axe(self, *, colours_only: bool = False, colours: bool = True) -> list[str]:
-        """axe-core's serious and critical violations on the page as it is now; ``colours_only``:
-        only the rules that read colours (:data:`AXE_COLOUR_RULES`), for a page already audited
-        whole whose theme then changed (nothing but colours changes with it); ``colours=False``:
-        every rule but those, for a Chinese page whose English twin's audit read its colours
-        (:data:`COLOURS_READ_ON_THE_TWIN`)."""
-        if not self.page.evaluate("() => typeof axe !== 'undefined'"):
-            self.page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
-        options = AXE_OPTIONS
-        if colours_only:
-            options = {"preload": False, "runOnly": {"type": "rule", "values": AXE_COLOUR_RULES}}
-        elif not colours:
-            off = {rule: {"enabled": False} for rule in AXE_COLOUR_RULES}
-            options = {**AXE_OPTIONS, "rules": {**AXE_OPTIONS["rules"], **off}}
-        # resultTypes: the violations only (axe still runs every rule on every element, but details
-        # just one node of each passing rule): 10.5 s instead of 14.6 on the extrapolation chapter
-        options = {**options, "resultTypes": ["violations"]}
-        violations = self.page.evaluate("options => axe.run(document, options).then(r => r.violations)", options)
-        return [
-            f"{v['id']} ({v['impact']}): {[n['html'][:120] for n in v['nodes'][:3]]}"
-            for v in violations
-            if v["impact"] in ("serious", "critical")
-        ]
+        """axe-core's serious and critical violations on the page as it is now (tests/axe_audit.py:
+        the colour rules read one element of each kind of text); ``colours_only``: only the rules
+        that read colours, for a page already audited whole whose theme then changed (nothing but
+        colours changes with it); ``colours=False``: every rule but those, for a Chinese page whose
+        English twin's audit read its colours (:data:`COLOURS_READ_ON_THE_TWIN`)."""
+        return axe_audit.audit(self.page, colours_only=colours_only, colours=colours)
 
     def _route(self, route: object) -> None:
         url = route.request.url
@@ -594,20 +571,93 @@ def test_dark_mode(page_path: str, browser: object, base_url: str, shots: Path |
 
 def test_the_audit_finds_violations_in_each_of_its_modes(browser: object) -> None:
     """axe as _Visit.axe runs it (violations only): whole, without the colour rules (a Chinese
-    twin), and the colour rules only (dark mode)."""
+    twin), and the colour rules only (dark mode); a faint text that is no kind's first element
+    is found, and so is one whose kind's representatives are all overlapped (axe cannot judge
+    them), by the audit of the rest of that kind."""
     context = browser.new_context()
     try:
         visit = _Visit.__new__(_Visit)
         visit.page = context.new_page()
         faint = '<p style="color:#ccc;background:#fff">faint</p>'
-        visit.page.set_content(f'<html lang="en"><body><main>{faint}<img src="x.png"></main></body></html>')
+        plain = "".join(f"<p>text {k}</p>" for k in range(5))
+        visit.page.set_content(f'<html lang="en"><body><main>{plain}{faint}<img src="x.png"></main></body></html>')
         found = {mode: {v.split(" ")[0] for v in visit.axe(**kw)} for mode, kw in
                  {"whole": {}, "twin": {"colours": False}, "dark": {"colours_only": True}}.items()}  # fmt: skip
+        # five faint paragraphs of one kind; the first, middle and last under an overlay
+        cover = '<div style="position:absolute;left:0;top:{}px;width:300px;height:30px;background:#fff"></div>'
+        rows = "".join(
+            f'<p class="f" style="position:relative;margin:0;height:40px">faint {k}</p>'
+            + (cover.format(40 * k + 5) if k in (0, 2, 4) else "")
+            for k in range(5)
+        )
+        css = "<style>body{margin:0} .f{color:#ccc}</style>"
+        visit.page.set_content(f'<html lang="en"><head>{css}</head><body><main>{rows}</main></body></html>')
+        axe_audit.load(visit.page)
+        hidden = visit.page.evaluate(axe_audit.AUDIT_JS, {"options": axe_audit.AXE_OPTIONS,
+                                                          "colourRules": axe_audit.AXE_COLOUR_RULES})  # fmt: skip
     finally:
         context.close()
     assert {"color-contrast", "image-alt"} <= found["whole"]
     assert "image-alt" in found["twin"] and "color-contrast" not in found["twin"]
     assert found["dark"] == {"color-contrast"}
+    contrast = [v for v in hidden["violations"] if v["id"] == "color-contrast"]
+    assert hidden["kinds"] == 1 and hidden["checked"] == 5, hidden  # three representatives, then the other two
+    assert [n["html"] for n in contrast[0]["nodes"]] == [
+        '<p class="f" style="position:relative;margin:0;height:40px">faint 1</p>',
+        '<p class="f" style="position:relative;margin:0;height:40px">faint 3</p>',
+    ], hidden
+
+
+# The page on which the audit of kinds is held to the whole audit: the English page with figures
+# that has the most kinds of element in its HTML (distinct tag and class pairs).
+KINDS_PAGE = max(
+    SWITCHED_TO_DARK,
+    key=lambda p: len(set(re.findall(r'<([a-z][a-z0-9-]*)\b[^>]*?class="([^"]*)"', _source(p)))),
+)
+
+_WHOLE_COLOUR_AUDIT_JS = r"""async (colourRules) => {
+  axe.reset();  // the rules' own selectors: every element
+  const kinds = (%KINDS%)();
+  const kindOf = new Map();
+  [...kinds.values()].forEach((elements, k) => elements.forEach(e => kindOf.set(e, k)));
+  const r = await axe.run(document, {preload: false, runOnly: {type: 'rule', values: colourRules}, elementRef: true});
+  const verdicts = {}, outside = [];
+  let judged = 0;
+  for (const type of ['violations', 'passes', 'incomplete']) for (const rule of r[type]) for (const n of rule.nodes) {
+    if (!kindOf.has(n.element)) { outside.push(`${rule.id}: ${n.html.slice(0, 100)}`); continue; }
+    if (type === 'incomplete') continue;
+    judged++;
+    const d = (n.any[0] || n.all[0] || n.none[0] || {}).data || {};
+    const key = `${rule.id}, kind ${kindOf.get(n.element)}`;
+    (verdicts[key] = verdicts[key] || new Set()).add(JSON.stringify([type, d.contrastRatio, d.fgColor, d.bgColor]));
+  }
+  const split = Object.entries(verdicts).filter(([, v]) => v.size > 1).map(([k, v]) => `${k}: ${[...v]}`);
+  return {kinds: kinds.size, judged, outside, split};
+}""".replace("%KINDS%", axe_audit.KINDS_JS)
+
+
+def test_the_colour_audit_of_kinds_decides_as_the_whole_page_does(browser: object, base_url: str) -> None:
+    """The colour rules on every element of a chapter page, light and dark: every element they
+    read is of a kind (tests/axe_audit.py), and the elements of one kind that axe decides get one
+    verdict, one contrast ratio, one foreground and one background, so one of them speaks for all."""
+    visit = _Visit(browser, f"{base_url}/{KINDS_PAGE}")
+    try:
+        visit.figures_ready(_figure_count(KINDS_PAGE))
+        axe_audit.load(visit.page)
+        light = visit.page.evaluate(_WHOLE_COLOUR_AUDIT_JS, axe_audit.AXE_COLOUR_RULES)
+        visit.page.evaluate("() => { document.documentElement.dataset.theme = 'dark'; }")
+        visit.page.wait_for_function(
+            "paper => [...document.querySelectorAll('.js-plotly-plot')]"
+            ".every(gd => gd._fullLayout.paper_bgcolor === paper)",
+            arg=DARK_PAPER,
+        )
+        dark = visit.page.evaluate(_WHOLE_COLOUR_AUDIT_JS, axe_audit.AXE_COLOUR_RULES)
+    finally:
+        visit.context.close()
+    for theme, found in (("light", light), ("dark", dark)):
+        assert found["judged"] > 10 * found["kinds"] / 4, f"{theme}: {found['judged']} elements judged"
+        assert not found["outside"], f"{theme}: read by the colour rules, in no kind: {found['outside'][:5]}"
+        assert not found["split"], f"{theme}: a kind with more than one verdict: {found['split'][:5]}"
 
 
 def test_root_redirect_has_a_favicon_title_and_language() -> None:
