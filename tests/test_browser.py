@@ -107,11 +107,14 @@ def shots(request: pytest.FixtureRequest) -> Path | None:
 class _Visit:
     """A page opened with every request, console error and page error recorded."""
 
-    def __init__(self, browser: object, url: str, *, phone: bool = False, dark: bool = False) -> None:
+    def __init__(
+        self, browser: object, url: str, *, phone: bool = False, dark: bool = False, sizes: bool = False
+    ) -> None:
         self.foreign: list[str] = []
         self._failures: list[tuple[str, str, str]] = []  # (failure, url, referer)
         self._http_errors: list[str] = []
         self.errors: list[str] = []
+        self.measure_sizes = sizes  # asked by the page test: another round trip to the browser per response
         self.sizes: dict[str, int] = {}  # every response's body, by URL (a fresh context: a cold cache)
         self.documents: list[int] = []
         if phone:
@@ -152,6 +155,8 @@ class _Visit:
         # the body's size as the network stack counted it (the local server compresses nothing, so
         # it is the body's length), not the body itself: fetching every body through the browser's
         # debugging protocol cost about 0.3 s of CPU per page load here, for the same totals
+        if not self.measure_sizes:
+            return
         try:
             size = response.request.sizes()["responseBodySize"]
         except Exception:  # a request the page aborted (a navigation away) has no sizes
@@ -223,7 +228,7 @@ def _move_slider(page: object, div_id: str, target: int, steps: int) -> None:
 
 @pytest.mark.parametrize("page_path", PAGES)
 def test_page(page_path: str, browser: object, base_url: str, shots: Path | None) -> None:
-    visit = _Visit(browser, f"{base_url}/{page_path}")
+    visit = _Visit(browser, f"{base_url}/{page_path}", sizes=True)
     page = visit.page
     try:
         if 'http-equiv="Refresh"' in _source(page_path):  # index.html: a redirect to the root page
