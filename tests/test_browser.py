@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 import axe_audit
 import pytest
+import selfcheck_drive
 from conftest import screenshot
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -189,6 +190,11 @@ class _Visit:
         return [e for e in self.errors if not any(known in e for known in IGNORED_ERRORS)]
 
 
+# The English chapters' self-check questions (posviz.selfcheck) are answered in the page test's
+# visit; tests/test_selfcheck.py counts them.
+SELF_CHECK_PAGES = [p for p in PAGES if not p.startswith("zh/") and '<fieldset class="self-check"' in _source(p)]
+
+
 def test_the_build_has_pages_math_and_slider_figures() -> None:
     """Guard against a vacuous pass: the pages below must exercise every check."""
     assert len(PAGES) >= 10, PAGES
@@ -196,6 +202,9 @@ def test_the_build_has_pages_math_and_slider_figures() -> None:
     assert sum(not p.startswith("zh/") for p in API_PAGES) >= 2, API_PAGES
     assert sum(map(_has_math, PAGES)) >= 2
     assert sum('"sliders"' in _source(p) and _figure_count(p) > 0 for p in PAGES) >= 1
+    from test_selfcheck import CHAPTERS  # every chapter's questions are answered here
+
+    assert sorted(SELF_CHECK_PAGES) == sorted(f"book/{chapter}.html" for chapter in CHAPTERS), SELF_CHECK_PAGES
 
 
 _PLOTS_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(gd => ({
@@ -269,6 +278,8 @@ def test_page(page_path: str, browser: object, base_url: str, shots: Path | None
                 active = page.evaluate("id => document.getElementById(id).layout.sliders[0].active", plot["id"])
                 assert active == target, f"figure {plot['id']}: slider at step {active}, clicked step {target}"
 
+        if page_path in SELF_CHECK_PAGES:  # its questions answered in this visit (tests/selfcheck_drive.py)
+            selfcheck_drive.answer_every_question(page, page_path)
         screenshot(page, shots, re.sub(r"[/\\]", "__", page_path) + ".png", full_page=True)
         # the sizes are what was sent: the page's own HTML counts as its file's length
         assert (SITE / page_path).stat().st_size in visit.documents, f"HTML sizes counted: {visit.documents}"

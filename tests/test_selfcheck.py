@@ -7,14 +7,12 @@ book's own blocks are checked the same way (every question of every chapter) whe
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 import re
-import threading
 from pathlib import Path
 
 import pytest
+from selfcheck_drive import answer_by_keyboard, answer_right_and_wrong, feedback
 
 from posviz.selfcheck import Choice, MultipleChoice, Numeric, SelfCheck, self_check
 
@@ -104,82 +102,6 @@ def _watch(page, origin: str) -> tuple[list[str], list[str]]:
     return errors, outside
 
 
-def _feedback(q) -> tuple[str, str]:
-    fb = q.locator(".sc-feedback")
-    return fb.get_attribute("class"), fb.inner_text()
-
-
-def _answer_right_and_wrong(q) -> None:
-    """Answer ``q`` wrong then right with the mouse; check the class and text of the feedback."""
-    if q.get_attribute("data-kind") == "choice":
-        radios = q.locator("input[type=radio]")
-        wrong = q.locator('input[type=radio][data-correct="0"]').first
-        right = q.locator('input[type=radio][data-correct="1"]')
-        assert radios.count() >= 2 and right.count() == 1
-        q.locator("button.sc-check").click()
-        assert _feedback(q)[0].endswith("incorrect")  # nothing picked yet
-        wrong.check()
-        q.locator("button.sc-check").click()
-        cls, text = _feedback(q)
-        assert cls.endswith(" incorrect") and len(text) > 15, text
-        right.check()
-        q.locator("button.sc-check").click()
-        cls, text = _feedback(q)
-        assert cls.endswith(" correct") and len(text) > 15, text
-    else:
-        answer, tol = float(q.get_attribute("data-answer")), float(q.get_attribute("data-tol"))
-        field = q.locator("input[type=text]")
-        field.fill(repr(answer + 10 * tol + abs(answer) + 1))
-        q.locator("button.sc-check").click()
-        assert _feedback(q)[0].endswith(" incorrect")
-        field.fill("not a number")
-        q.locator("button.sc-check").click()
-        assert _feedback(q)[0].endswith(" incorrect") and "number" in _feedback(q)[1]
-        field.fill(repr(answer + 10 * tol + abs(answer) + 1))
-        q.locator("button.sc-check").click()
-        cls, text = _feedback(q)
-        assert q.get_attribute("data-shown") not in text  # a wrong answer does not give the value away
-        q.locator("button.sc-show").click()
-        cls, text = _feedback(q)
-        assert cls.endswith(" shown") and q.get_attribute("data-shown") in text and len(text) > 25, text
-        field.fill(repr(answer + 0.5 * tol))
-        q.locator("button.sc-check").click()
-        cls, text = _feedback(q)
-        assert cls.endswith(" correct") and q.get_attribute("data-shown") in text, text
-
-
-def _answer_wrong(q) -> None:
-    """Answer ``q`` wrong with the mouse, and see it said so."""
-    if q.get_attribute("data-kind") == "choice":
-        q.locator('input[type=radio][data-correct="0"]').first.check()
-    else:
-        answer, tol = float(q.get_attribute("data-answer")), float(q.get_attribute("data-tol"))
-        q.locator("input[type=text]").fill(repr(answer + 10 * tol + abs(answer) + 1))
-    q.locator("button.sc-check").click()
-    assert _feedback(q)[0].endswith(" incorrect")
-
-
-def _answer_by_keyboard(page, q) -> None:
-    """Tab into the question, answer right with the keyboard only, and hear the feedback."""
-    first = q.locator("input").first
-    first.focus()
-    if q.get_attribute("data-kind") == "choice":
-        radios = q.locator("input[type=radio]")
-        target = [radios.nth(i).get_attribute("data-correct") for i in range(radios.count())].index("1")
-        page.keyboard.press("Space") if target == 0 else None
-        for _ in range(target):
-            page.keyboard.press("ArrowDown")
-        page.keyboard.press("Tab")  # to the Check button
-        page.keyboard.press("Enter")
-    else:
-        page.keyboard.press("ControlOrMeta+A")  # whatever the field holds is replaced
-        page.keyboard.type(q.get_attribute("data-answer"))
-        page.keyboard.press("Enter")
-    cls, _ = _feedback(q)
-    assert cls.endswith(" correct")
-    assert q.locator(".sc-feedback").get_attribute("aria-live") == "polite"
-
-
 def test_block_in_chromium_right_wrong_and_keyboard(browser, tmp_path):
     (tmp_path / "p.html").write_text(f"<!doctype html><html lang=en><body>{_block()._repr_html_()}</body></html>")
     page = browser.new_page()
@@ -187,10 +109,10 @@ def test_block_in_chromium_right_wrong_and_keyboard(browser, tmp_path):
     page.goto((tmp_path / "p.html").as_uri())
     questions = page.locator("fieldset.self-check")
     for i in range(questions.count()):
-        _answer_right_and_wrong(questions.nth(i))
+        answer_right_and_wrong(questions.nth(i))
     page.reload()
     for i in range(questions.count()):
-        _answer_by_keyboard(page, page.locator("fieldset.self-check").nth(i))
+        answer_by_keyboard(page, page.locator("fieldset.self-check").nth(i))
     assert not errors and not outside
     page.close()
 
@@ -209,67 +131,30 @@ def test_feedback_sentences_are_joined_as_the_language_writes_them(browser, tmp_
         q = page.locator("fieldset.self-check").nth(1)
         q.locator("input[type=text]").fill("0.125")
         q.locator("button.sc-check").click()
-        assert _feedback(q)[1].startswith(right), _feedback(q)[1]
+        assert feedback(q)[1].startswith(right), feedback(q)[1]
         q.locator("input[type=text]").fill("7")
         q.locator("button.sc-check").click()
-        assert _feedback(q)[1].startswith(wrong), _feedback(q)[1]
+        assert feedback(q)[1].startswith(wrong), feedback(q)[1]
     page.close()
 
 
 # --- the built book ---------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def site_url():
+@pytest.mark.book
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_chapter_has_self_check_questions(chapter):
+    """Four to six questions a chapter. Each is answered in the page, right and wrong, by mouse
+    and by keyboard alone, in the browser test's visit of the chapter
+    (tests/test_browser.py::test_page, with tests/selfcheck_drive.py): one load of a page that
+    draws every figure, not two."""
     if not (SITE / "index.html").exists():
         if os.environ.get("CI"):
             pytest.fail(f"{SITE} is not built: CI runs `make book` before the tests")
         pytest.skip(f"{SITE} is not built: run `make book` first")
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-    handler = functools.partial(Quiet, directory=SITE)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-
-
-@pytest.mark.browser
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_every_chapter_has_self_check_questions_that_answer(browser, site_url, chapter):
     source = (SITE / "book" / f"{chapter}.html").read_text(encoding="utf-8")
     count = len(re.findall(r'<fieldset class="self-check"', source))
     assert 4 <= count <= 6, f"{chapter}: {count} self-check questions (want 4-6)"
-    page = browser.new_page()
-    page.set_default_timeout(180_000)  # a chapter page with many figures loads slowly on a busy 2-core machine
-    errors, outside = _watch(page, site_url)
-    page.goto(f"{site_url}/book/{chapter}.html", wait_until="load")
-    questions = page.locator("fieldset.self-check")
-    for i in range(questions.count()):
-        q = questions.nth(i)
-        q.scroll_into_view_if_needed()
-        _answer_right_and_wrong(q)
-        for link in q.locator(".sc-feedback a").all():  # explanations point at this page's equations
-            href = link.get_attribute("href")
-            if href.startswith("#"):
-                assert page.locator(f"[id='{href[1:]}']").count() == 1, f"{chapter}: {href} is not on the page"
-    positions = [
-        [r.get_attribute("data-correct") for r in q.locator("input[type=radio]").all()].index("1")
-        for q in questions.all() if q.get_attribute("data-kind") == "choice"
-    ]
-    assert len(positions) < 2 or set(positions) != {0}, f"{chapter}: the right option is always first"
-    # the keyboard, from a wrong answer (no second load of a page that draws every figure again):
-    # the feedback must turn from incorrect to correct by the keyboard alone
-    for i in range(questions.count()):
-        q = questions.nth(i)
-        _answer_wrong(q)
-        _answer_by_keyboard(page, q)
-    errors = [e for e in errors if "THEBE_JS_URL" not in e]
-    assert not errors, errors
-    assert not outside, outside
-    page.close()
 
 
 def test_a_list_inside_a_question_is_translated_whole():
