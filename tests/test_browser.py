@@ -492,37 +492,31 @@ def test_phone_page_fits_the_screen(page_path: str, browser: object, base_url: s
 
 # Dark mode is the theme's CSS and the figures' colours, the same in both editions and on every
 # page without a figure: it is checked on the English pages with figures, the preface and the API
-# reference (the page with the most kinds of element). test_page switches each page with figures
-# to dark as the theme's switch does, in the visit it already made (no second load: issue #25),
-# and runs every dark check there; test_dark_mode opens the preface, the API reference and one
-# page with figures in dark mode from the start, as a returning reader who chose dark sees them
-# (figures drawn dark at once, not switched). A page without figures looks the same either way
-# (only the theme's CSS changes), so it is audited in dark once, from the start: an axe audit of
-# a long page of docstrings and typeset math is the slowest check there is, most of it axe's
-# colour-contrast rule. What dark mode can change besides colours is what the theme shows in it
-# (its dark logo, the same header on every page): the preface and the page with figures get every
-# rule in dark, the API reference's pages (test_page audited them whole, light) the colour rules.
+# reference (the page with the most kinds of element). test_page switches each page with figures,
+# and each page of the API reference, to dark as the theme's switch does, in the visit it already
+# made (no second load: issue #25), and runs every dark check there (the colour rules: the light
+# audit read the rest); test_dark_mode opens the preface and one page with figures in dark mode
+# from the start, as a returning reader who chose dark sees them (figures drawn dark at once, not
+# switched), and audits them with every rule: what dark mode can change besides colours is what
+# the theme shows in it (its dark logo, the same header on every page).
 ENGLISH_PAGES = [
     p for p in PAGES if not p.startswith("zh/") and (_figure_count(p) or p == "book/intro.html" or p in API_PAGES)
 ]
-SWITCHED_TO_DARK = [p for p in ENGLISH_PAGES if _figure_count(p)]
+SWITCHED_TO_DARK = [p for p in ENGLISH_PAGES if _figure_count(p) or p in API_PAGES]
 ZH_PAGES = [p for p in PAGES if p.startswith("zh/book/")]
 DARK_FROM_THE_START = [
     "book/intro.html",
-    *(p for p in API_PAGES if not p.startswith("zh/")),
-    *sorted(SWITCHED_TO_DARK, key=lambda p: -_source(p).count('"type":"heatmap"'))[:1],
+    *sorted((p for p in SWITCHED_TO_DARK if _figure_count(p)), key=lambda p: -_source(p).count('"type":"heatmap"'))[:1],
 ]
 assert set(ENGLISH_PAGES) <= set(SWITCHED_TO_DARK) | set(DARK_FROM_THE_START), "every English page is seen in dark"
 DARK_PAPER = "#14181e"  # figures.js's dark paper colour
 
 
-def _dark_checks(
-    visit: _Visit, page_path: str, shots: Path | None, *, switched: bool, colours_only: bool = False
-) -> list[str]:
+def _dark_checks(visit: _Visit, page_path: str, shots: Path | None, *, switched: bool) -> list[str]:
     """The theme's dark mode on the page as it is now: no contrast (or other) axe violation;
     figures dark with light text, and back to light when the reader switches. ``switched``: the
-    page opened light, and is switched to dark here as the theme's switch does; ``colours_only``
-    (implied by ``switched``): axe's colour rules only, on a page test_page audited whole."""
+    page opened light, and is switched to dark here as the theme's switch does, and only axe's
+    colour rules run (test_page audited the page whole, light)."""
     page = visit.page
     figures = _figure_count(page_path)
     if switched:
@@ -549,7 +543,7 @@ def _dark_checks(
     for figure in page.evaluate(_COLOURS_JS):
         if _luminance(figure["paper"]) >= 0.05 or _contrast(figure["paper"], figure["font"]) < 7:
             short.append(f"dark: {figure}")
-    violations = visit.axe(colours_only=switched or colours_only)  # the light audit saw the rest
+    violations = visit.axe(colours_only=switched)  # switched: the light audit saw the rest
     if violations:
         short.append(f"axe in dark mode: {violations}")
     if figures:
@@ -579,7 +573,7 @@ def test_dark_mode(page_path: str, browser: object, base_url: str, shots: Path |
         visit.figures_ready(_figure_count(page_path))
         page = visit.page
         page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
-        short = _dark_checks(visit, page_path, shots, switched=False, colours_only=page_path in API_PAGES)
+        short = _dark_checks(visit, page_path, shots, switched=False)
         assert not short, "; ".join(short)[:3000]
     finally:
         visit.context.close()
@@ -627,7 +621,7 @@ def test_the_audit_finds_violations_in_each_of_its_modes(browser: object) -> Non
 # The page on which the audit of kinds is held to the whole audit: the English page with figures
 # that has the most kinds of element in its HTML (distinct tag and class pairs).
 KINDS_PAGE = max(
-    SWITCHED_TO_DARK,
+    (p for p in SWITCHED_TO_DARK if _figure_count(p)),
     key=lambda p: len(set(re.findall(r'<([a-z][a-z0-9-]*)\b[^>]*?class="([^"]*)"', _source(p)))),
 )
 
