@@ -2,7 +2,8 @@
 
 Python-level checks of what a chapter may build, then the block in headless Chromium: answered
 right and wrong, by mouse and by keyboard alone, with no request leaving the page. The built
-book's own blocks are checked the same way (every question of every chapter) when it is built.
+book's own blocks are counted here and answered the same way (every question of every chapter,
+tests/selfcheck_drive.py) in tests/test_browser.py's visit of each chapter, when it is built.
 """
 
 from __future__ import annotations
