@@ -153,11 +153,11 @@ class _Visit:
         if response.status >= 400:
             self._http_errors.append(f"{response.status} {response.url}")
             return
+        if not self.measure_sizes:
+            return
         # the body's size as the network stack counted it (the local server compresses nothing, so
         # it is the body's length), not the body itself: fetching every body through the browser's
         # debugging protocol cost about 0.3 s of CPU per page load here, for the same totals
-        if not self.measure_sizes:
-            return
         try:
             size = response.request.sizes()["responseBodySize"]
         except Exception:  # a request the page aborted (a navigation away) has no sizes
