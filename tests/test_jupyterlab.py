@@ -52,7 +52,7 @@ LOAD_TIMEOUT_MS = 180_000  # JupyterLab's page (several MB of JavaScript) on a b
 STEP_TIMEOUT_MS = 60_000  # anything else: a redraw, a kernel round trip
 # A slider move's first try (Chapter.move): a move left unanswered this long is made once more,
 # and the second try has STEP_TIMEOUT_MS (an unanswered first try cost a whole minute of a worker
-# in one of six runs of `make test` here)
+# in a run of `make test` here; it happened in two of eight runs)
 FIRST_TRY_MS = 20_000
 IGNORED_ERRORS: tuple[str, ...] = ()
 
@@ -429,7 +429,8 @@ class Chapter:
         further the same way (back where the slider has no room), with :data:`STEP_TIMEOUT_MS`:
         CI once saw a keyboard step go unanswered under full load (the slider moved, the figure
         stayed for 60 s; the step before it was answered, and so was every step of three reruns of
-        that chapter here), and `make test` here once (alibi, a key step from -1.5 to -1.3). A
+        that chapter here), and `make test` here twice in eight runs (alibi's "slope ×", a key step
+        from -1.5 to -1.3 just after a drag, both times). A
         slider that does nothing fails both tries; an answered retry is reported as a warning in
         the test summary, so it stays visible."""
         result = self._move_once(out, index, how, direction, FIRST_TRY_MS)
