@@ -8,69 +8,89 @@ load: a second load only for its questions cost about 2.5 s of CPU a chapter her
 
 from __future__ import annotations
 
+# What the drive needs to know of a question, read in one call (each read through a locator
+# resolves its selector in a page of 10,000-17,000 elements: about 10 ms of CPU a read here,
+# 2.6-3.5 s a chapter when each attribute was read on its own).
+_QUESTION_JS = """q => ({
+  kind: q.dataset.kind, answer: q.dataset.answer, tol: q.dataset.tol, shown: q.dataset.shown,
+  correct: [...q.querySelectorAll('input[type=radio]')].map(r => r.dataset.correct),
+  links: [...q.querySelectorAll('.sc-feedback a')].map(a => a.getAttribute('href')),
+})"""
+_FEEDBACK_JS = """q => { const f = q.querySelector('.sc-feedback');
+  return [f.getAttribute('class'), f.innerText, f.getAttribute('aria-live')]; }"""
+
+
+def _handle(q: object) -> object:
+    """An element handle for ``q`` (a locator or a handle): its parts are found inside it, not in
+    the whole page again at each step."""
+    return q.element_handle() if hasattr(q, "element_handle") else q
+
 
 def feedback(q: object) -> tuple[str, str]:
-    fb = q.locator(".sc-feedback")
-    return fb.get_attribute("class"), fb.inner_text()
+    """The feedback's class and text (``q``: a locator or an element handle)."""
+    cls, text, _ = q.evaluate(_FEEDBACK_JS)
+    return cls, text
+
+
+def _check(q: object) -> tuple[str, str]:
+    """Click Check with the mouse (Playwright's click: visible, enabled, not covered); the feedback."""
+    q.query_selector("button.sc-check").click()
+    return feedback(q)
 
 
 def answer_right_and_wrong(q: object) -> None:
     """Answer ``q`` wrong then right with the mouse; check the class and text of the feedback."""
-    if q.get_attribute("data-kind") == "choice":
-        radios = q.locator("input[type=radio]")
-        wrong = q.locator('input[type=radio][data-correct="0"]').first
-        right = q.locator('input[type=radio][data-correct="1"]')
-        assert radios.count() >= 2 and right.count() == 1
-        q.locator("button.sc-check").click()
-        assert feedback(q)[0].endswith("incorrect")  # nothing picked yet
+    q = _handle(q)
+    info = q.evaluate(_QUESTION_JS)
+    if info["kind"] == "choice":
+        radios = q.query_selector_all("input[type=radio]")
+        assert len(radios) >= 2 and info["correct"].count("1") == 1, info
+        wrong, right = radios[info["correct"].index("0")], radios[info["correct"].index("1")]
+        assert _check(q)[0].endswith("incorrect")  # nothing picked yet
         wrong.check()
-        q.locator("button.sc-check").click()
-        cls, text = feedback(q)
+        cls, text = _check(q)
         assert cls.endswith(" incorrect") and len(text) > 15, text
         right.check()
-        q.locator("button.sc-check").click()
-        cls, text = feedback(q)
+        cls, text = _check(q)
         assert cls.endswith(" correct") and len(text) > 15, text
     else:
-        answer, tol = float(q.get_attribute("data-answer")), float(q.get_attribute("data-tol"))
-        field = q.locator("input[type=text]")
+        answer, tol, shown = float(info["answer"]), float(info["tol"]), info["shown"]
+        field = q.query_selector("input[type=text]")
         field.fill(repr(answer + 10 * tol + abs(answer) + 1))
-        q.locator("button.sc-check").click()
-        assert feedback(q)[0].endswith(" incorrect")
+        assert _check(q)[0].endswith(" incorrect")
         field.fill("not a number")
-        q.locator("button.sc-check").click()
-        assert feedback(q)[0].endswith(" incorrect") and "number" in feedback(q)[1]
+        cls, text = _check(q)
+        assert cls.endswith(" incorrect") and "number" in text
         field.fill(repr(answer + 10 * tol + abs(answer) + 1))
-        q.locator("button.sc-check").click()
+        cls, text = _check(q)
+        assert shown not in text  # a wrong answer does not give the value away
+        q.query_selector("button.sc-show").click()
         cls, text = feedback(q)
-        assert q.get_attribute("data-shown") not in text  # a wrong answer does not give the value away
-        q.locator("button.sc-show").click()
-        cls, text = feedback(q)
-        assert cls.endswith(" shown") and q.get_attribute("data-shown") in text and len(text) > 25, text
+        assert cls.endswith(" shown") and shown in text and len(text) > 25, text
         field.fill(repr(answer + 0.5 * tol))
-        q.locator("button.sc-check").click()
-        cls, text = feedback(q)
-        assert cls.endswith(" correct") and q.get_attribute("data-shown") in text, text
+        cls, text = _check(q)
+        assert cls.endswith(" correct") and shown in text, text
 
 
 def answer_wrong(q: object) -> None:
     """Answer ``q`` wrong with the mouse, and see it said so."""
-    if q.get_attribute("data-kind") == "choice":
-        q.locator('input[type=radio][data-correct="0"]').first.check()
+    q = _handle(q)
+    info = q.evaluate(_QUESTION_JS)
+    if info["kind"] == "choice":
+        q.query_selector_all("input[type=radio]")[info["correct"].index("0")].check()
     else:
-        answer, tol = float(q.get_attribute("data-answer")), float(q.get_attribute("data-tol"))
-        q.locator("input[type=text]").fill(repr(answer + 10 * tol + abs(answer) + 1))
-    q.locator("button.sc-check").click()
-    assert feedback(q)[0].endswith(" incorrect")
+        answer, tol = float(info["answer"]), float(info["tol"])
+        q.query_selector("input[type=text]").fill(repr(answer + 10 * tol + abs(answer) + 1))
+    assert _check(q)[0].endswith(" incorrect")
 
 
 def answer_by_keyboard(page: object, q: object) -> None:
     """Tab into the question, answer right with the keyboard only, and hear the feedback."""
-    first = q.locator("input").first
-    first.focus()
-    if q.get_attribute("data-kind") == "choice":
-        radios = q.locator("input[type=radio]")
-        target = [radios.nth(i).get_attribute("data-correct") for i in range(radios.count())].index("1")
+    q = _handle(q)
+    info = q.evaluate(_QUESTION_JS)
+    q.query_selector("input").focus()
+    if info["kind"] == "choice":
+        target = info["correct"].index("1")
         page.keyboard.press("Space") if target == 0 else None
         for _ in range(target):
             page.keyboard.press("ArrowDown")
@@ -78,34 +98,31 @@ def answer_by_keyboard(page: object, q: object) -> None:
         page.keyboard.press("Enter")
     else:
         page.keyboard.press("ControlOrMeta+A")  # whatever the field holds is replaced
-        page.keyboard.type(q.get_attribute("data-answer"))
+        page.keyboard.type(info["answer"])
         page.keyboard.press("Enter")
-    cls, _ = feedback(q)
-    assert cls.endswith(" correct")
-    assert q.locator(".sc-feedback").get_attribute("aria-live") == "polite"
+    cls, _, live = q.evaluate(_FEEDBACK_JS)
+    assert cls.endswith(" correct"), cls
+    assert live == "polite", f"the feedback is not read out as it changes: aria-live={live!r}"
 
 
 def answer_every_question(page: object, chapter: str) -> None:
     """Every self-check question on ``page`` (the chapter ``chapter``): right and wrong by mouse,
     each explanation's links lead to this page, the right option is not always the first, then
     each answered right by the keyboard alone from a wrong answer."""
-    questions = page.locator("fieldset.self-check")
-    for i in range(questions.count()):
-        q = questions.nth(i)
+    questions = page.query_selector_all("fieldset.self-check")
+    positions = []
+    for q in questions:
         q.scroll_into_view_if_needed()
         answer_right_and_wrong(q)
-        for link in q.locator(".sc-feedback a").all():  # explanations point at this page's equations
-            href = link.get_attribute("href")
+        info = q.evaluate(_QUESTION_JS)
+        for href in info["links"]:  # explanations point at this page's equations
             if href.startswith("#"):
                 assert page.locator(f"[id='{href[1:]}']").count() == 1, f"{chapter}: {href} is not on the page"
-    positions = [
-        [r.get_attribute("data-correct") for r in q.locator("input[type=radio]").all()].index("1")
-        for q in questions.all() if q.get_attribute("data-kind") == "choice"
-    ]  # fmt: skip
+        if info["kind"] == "choice":
+            positions.append(info["correct"].index("1"))
     assert len(positions) < 2 or set(positions) != {0}, f"{chapter}: the right option is always first"
     # the keyboard, from a wrong answer (no second load of a page that draws every figure again):
     # the feedback must turn from incorrect to correct by the keyboard alone
-    for i in range(questions.count()):
-        q = questions.nth(i)
+    for q in questions:
         answer_wrong(q)
         answer_by_keyboard(page, q)
