@@ -73,10 +73,27 @@ NAMES = re.compile(
 )
 
 
-def _english_prose(page: Path) -> list[str]:
+# What the text checks below read of a page: its HTML without the typeset math (MathJax's output,
+# written at build time: about 3/4 of a chapter's elements) and without the scripts' bodies (the
+# figures' data): 115 kB of rope's 761 kB. Each check removes both before it reads a word (SKIP,
+# UI_SKIP, NUMBER_SKIP; no figure holds math), so the texts are the same, as
+# test_the_text_checks_read_the_same_without_math_and_scripts shows. Parsing them too cost 0.2-0.4 s
+# of CPU a page, several times a page: this file took 33 s alone here, 22 s without them.
+MATH_AND_SCRIPTS = re.compile(r"<mjx-container\b.*?</mjx-container>|(<script\b[^>]*>).*?(</script>)", re.S)
+
+
+def _soup(page: Path, whole: bool = False) -> object:
+    """``page`` parsed, without its typeset math and its scripts' bodies (``whole``: with them)."""
     from bs4 import BeautifulSoup
 
-    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    html = page.read_text(encoding="utf-8")
+    if not whole:
+        html = MATH_AND_SCRIPTS.sub(lambda m: m[1] + m[2] if m[1] else "", html)
+    return BeautifulSoup(html, "html.parser")
+
+
+def _english_prose(page: Path, whole: bool = False) -> list[str]:
+    soup = _soup(page, whole)
     main = soup.select_one("main") or soup
     for node in main.select(SKIP):
         node.decompose()
@@ -197,13 +214,11 @@ IDENTIFIER = re.compile(r"[\w′-]*[_.^][\w′.-]+|\b[A-Za-z]+(?=\()")
 
 
 @functools.cache  # a Chinese page's check reads its English twin's too: one parse each per worker
-def _ui_texts(page: Path) -> tuple[str, ...]:
+def _ui_texts(page: Path, whole: bool = False) -> tuple[str, ...]:
     """The words a page's tables (every cell) and figure descriptions (name and words) show, with
     code, math, quoted examples and identifiers taken out. The glossary's English column is
     English by design."""
-    from bs4 import BeautifulSoup
-
-    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    soup = _soup(page, whole)
     main = soup.select_one("main") or soup
     if page.stem == "glossary":
         for row in main.select("table tr"):
@@ -263,10 +278,8 @@ def test_chinese_tables_and_figure_descriptions_leave_no_english_ui_words(page: 
 
 
 @functools.cache  # three checks of a Chinese page read them: one parse per worker
-def _figure_texts(page: Path) -> tuple[str, ...]:
-    from bs4 import BeautifulSoup
-
-    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+def _figure_texts(page: Path, whole: bool = False) -> tuple[str, ...]:
+    soup = _soup(page, whole)
     texts = []
     for figure in soup.select("figure.posviz-figure"):
         words = figure.select_one(".posviz-figure-words p")
@@ -346,10 +359,8 @@ NUMBER_SKIP = (
 )
 
 
-def _grouped_numbers(page: Path) -> list[str]:
-    from bs4 import BeautifulSoup
-
-    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+def _grouped_numbers(page: Path, whole: bool = False) -> list[str]:
+    soup = _soup(page, whole)
     main = soup.select_one("main") or soup
     shown = [q.get("data-shown", "") for q in main.select("fieldset[data-shown]")]
     for node in main.select(NUMBER_SKIP):
@@ -433,3 +444,18 @@ def test_the_chinese_stylesheets_have_no_rule_the_english_ones_lack() -> None:
         rules = _rules(sheet)
         new = rules - _rules(english) if english.exists() else rules
         assert not new, f"{sheet.relative_to(SITE)}: rules the English stylesheet lacks: {sorted(new)[:3]}"
+
+
+def test_the_text_checks_read_the_same_without_math_and_scripts() -> None:
+    """The page the text checks read (:func:`_soup`) gives each of them the texts the whole page
+    gives: a Chinese chapter with equations, tables and figures, its English twin, and the Chinese
+    glossary (equations in table cells). Needs those, or it proves nothing."""
+    pages = [SITE / "zh" / "book" / "relative.html", SITE / "book" / "relative.html", SITE / "zh/book/glossary.html"]
+    math_in_a_cell = re.compile(r"<td[^>]*>(?:(?!</td>).)*<mjx-container", re.S)
+    assert any(math_in_a_cell.search(page.read_text(encoding="utf-8")) for page in pages), "no equation in a table"
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        assert html.count("<mjx-container") > 30 and "<table" in html and "<script" in html, page
+        for read in (_english_prose, _ui_texts, _figure_texts, _grouped_numbers):
+            assert read(page) == read(page, whole=True), f"{read.__name__} reads {page.name} otherwise without math"
+    assert _figure_texts(pages[0]) and _ui_texts(pages[0]), "nothing read"
