@@ -380,7 +380,26 @@ class Chapter:
         )
 
     def explorers(self) -> list[object]:
-        return self.page.locator(EXPLORER).all()
+        """The explorers' outputs, as element handles (until the page is reloaded): each step of a
+        move reads inside its output, where a locator resolved its ``:has()`` selector in the
+        whole notebook (15,000 elements) for every read, about 20 ms of CPU each here."""
+        return self.page.query_selector_all(EXPLORER)
+
+    @staticmethod
+    def handle(out: object, index: int) -> object:
+        """The grip of slider ``index`` of ``out``."""
+        return out.query_selector_all(".widget-slider")[index].query_selector(".noUi-handle")
+
+    @staticmethod
+    def position(handle: object) -> tuple[float, float, float]:
+        """A slider grip's value, minimum and maximum, as it tells assistive technology."""
+        read = "h => ['now', 'min', 'max'].map(a => parseFloat(h.getAttribute('aria-value' + a)))"
+        return tuple(float(v) for v in handle.evaluate(read))  # JSON gives 4.0 back as 4
+
+    @staticmethod
+    def status(out: object) -> str:
+        """The message the explorer shows (empty when it shows none), as :data:`MEASURE` reads it."""
+        return out.evaluate("o => ((o.querySelector('.widget-html-content') || {}).textContent || '').trim()")
 
     def measure(self, out: object) -> dict:
         return out.evaluate(MEASURE)
@@ -436,8 +455,7 @@ class Chapter:
         result = self._move_once(out, index, how, direction, FIRST_TRY_MS)
         if not result.startswith("no response"):
             return result
-        handle = out.locator(".widget-slider").nth(index).locator(".noUi-handle").first
-        now, low, high = (float(handle.get_attribute(f"aria-value{a}")) for a in ("now", "min", "max"))
+        now, low, high = self.position(self.handle(out, index))
         again = direction if (now < high if direction > 0 else now > low) else -direction
         retry = self._move_once(out, index, how, again)
         if retry.startswith("no response"):
@@ -448,19 +466,19 @@ class Chapter:
 
     def _move_once(self, out: object, index: int, how: str, direction: int, timeout_ms: int = STEP_TIMEOUT_MS) -> str:
         before = self.signature(out)
-        refused_before = self.measure(out)["status"] != ""
-        slider = out.locator(".widget-slider").nth(index)
-        handle = slider.locator(".noUi-handle").first
+        refused_before = self.status(out) != ""
+        slider = out.query_selector_all(".widget-slider")[index]
+        handle = slider.query_selector(".noUi-handle")
         value = handle.get_attribute("aria-valuenow")
         handle.scroll_into_view_if_needed()
         if how == "drag":
-            track = slider.locator(".noUi-target").first.bounding_box()
+            track = slider.query_selector(".noUi-target").bounding_box()
             grip = handle.bounding_box()
             x, y = grip["x"] + grip["width"] / 2, grip["y"] + grip["height"] / 2
             self.page.mouse.move(x, y)
             self.page.mouse.down()
             # 15 % of the track, or a little more than one step where there are few (3 options)
-            low, high = (float(handle.get_attribute(a)) for a in ("aria-valuemin", "aria-valuemax"))
+            _, low, high = self.position(handle)
             few = low.is_integer() and high.is_integer() and 0 < high - low <= 8
             fraction = min(0.9, max(0.15, 1.2 / (high - low))) if few else 0.15
             self.page.mouse.move(x + direction * fraction * track["width"], y, steps=5)
@@ -518,28 +536,26 @@ class Chapter:
 
     def room(self, out: object, index: int) -> int:
         """+1 if slider ``index`` has more room above its value than below, else -1."""
-        handle = out.locator(".widget-slider").nth(index).locator(".noUi-handle").first
-        now, low, high = (float(handle.get_attribute(a)) for a in ("aria-valuenow", "aria-valuemin", "aria-valuemax"))
+        now, low, high = self.position(self.handle(out, index))
         return 1 if high - now > now - low else -1
 
     def drive(self, out: object, label: str) -> None:
         """Move every enabled slider by dragging and by the keyboard; each move changes the figure,
         or the explorer refuses the value with its message, and then moving back clears the message
         and (where the slider has room) the other way is answered too."""
-        count = out.locator(".widget-slider").count()
+        count = len(out.query_selector_all(".widget-slider"))
         for i in range(count):
-            slider = out.locator(".widget-slider").nth(i)
-            if slider.locator("[disabled]").count() or "disabled" in (slider.get_attribute("class") or ""):
+            slider = out.query_selector_all(".widget-slider")[i]
+            if slider.query_selector("[disabled]") or "disabled" in (slider.get_attribute("class") or ""):
                 continue
-            name = slider.locator(".widget-label").first.text_content()
+            name = slider.query_selector(".widget-label").text_content()
             for how in ("drag", "key"):
                 way = self.room(out, i)
                 result = self.move(out, i, how, way)
                 if result == "refused":  # a value the explorer rejects, with its message
                     back = self.move(out, i, how, -way)
                     assert back == "recovered", f"{label}: {how} back on {name!r} after a refused value: {back}"
-                    handle = out.locator(".widget-slider").nth(i).locator(".noUi-handle").first
-                    now, low, high = (float(handle.get_attribute(f"aria-value{a}")) for a in ("now", "min", "max"))
+                    now, low, high = self.position(self.handle(out, i))
                     result = "changed"  # refusing the only way the slider can go is an answer
                     if (now < high) if -way > 0 else (now > low):  # the other way must be answered too
                         result = self.move(out, i, how, -way)
@@ -548,7 +564,7 @@ class Chapter:
                             assert back == "recovered", f"{label}: {how} back on {name!r}: {back}"
                             result = "changed"
                 assert result == "changed", f"{label}: {how} on slider {name!r}: {result}"
-                status = self.measure(out)["status"]
+                status = self.status(out)
                 assert status == "", f"{label}: after {how} on {name!r} the explorer reports {status!r}"
 
     def save(self) -> None:
