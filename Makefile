@@ -59,7 +59,7 @@ $(VENV)/.book: pyproject.toml requirements.txt $(VENV)/.torch
 
 # --no-compile: pip byte-compiles every module it installs, and the test tools are mostly modules
 # no test imports (transformers alone: 9.1 s with, 1.4 s without, here); Python compiles the ones
-# a test imports when it first imports them, and pytest keeps them (PYTEST below).
+# a test imports when it first imports them, and pytest keeps them (PYTEST, above, unsets PYTHONDONTWRITEBYTECODE).
 $(VENV)/.test: pyproject.toml $(VENV)/.book
 	$(BIN)/python -m pip install --no-compile -e ".[test]"
 	touch $@
