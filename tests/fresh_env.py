@@ -1,7 +1,8 @@
 """A reader's fresh environment, built once per test run and shared by the tests that need it.
 
 Colab stand-in: a new virtual environment with what ``requirements.txt`` gives a reader (torch
-pinned to the CPU build this checkout uses) and a Jupyter kernel, ``posviz-fresh``; no posviz and
+pinned to the CPU build this checkout uses, its files linked from this checkout's environment, as
+are pip's) and a Jupyter kernel, ``posviz-fresh``; no posviz and
 nothing of this checkout until a chapter's setup cell installs posviz from a wheel built from the
 checkout's files as they are now (``POSVIZ_INSTALL``). The chapters then run in it:
 tests/test_jupyterlab.py's kernels are this environment's, so JupyterLab's *Run All* of every
@@ -84,7 +85,7 @@ def _build(folder: Path) -> dict[str, object]:
     (wheel,) = wheels.glob("posviz-*.whl")
     venv = folder / "venv"
     env = _outside_the_checkout()
-    _run([sys.executable, "-m", "venv", str(venv)])
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     py = venv / "bin" / "python"
     torch_pin = f"torch=={torch.__version__.split('+')[0]}"  # the CPU build already used here
     reader = [
@@ -92,10 +93,11 @@ def _build(folder: Path) -> dict[str, object]:
         for line in (ROOT / "requirements.txt").read_text().splitlines()
         if line.strip() and not line.startswith("#") and line.strip() != "."
     ]
-    # --no-compile: pip byte-compiles every module it installs (torch's alone took 27 of 39 s here);
-    # Python compiles the ones the chapters import when they first import them
-    _run([str(py), "-m", "pip", "install", "-q", "--no-compile", torch_pin], env=env)
-    _run([str(py), "-m", "pip", "install", "-q", "--no-compile", *reader, "ipykernel"], env=env)
+    _link(py, "pip", "torch")
+    # --no-compile: pip byte-compiles every module it installs; Python compiles the ones the
+    # chapters import when they first import them. torch is there already (_link): pip finds the
+    # pin satisfied and installs what torch itself requires, as for a reader
+    _run([str(py), "-m", "pip", "install", "-q", "--no-compile", torch_pin, *reader, "ipykernel"], env=env)
     before = subprocess.run([str(py), "-c", "import posviz"], capture_output=True, cwd=folder, env=env).returncode == 0
     _run([str(py), "-m", "ipykernel", "install", "--sys-prefix", "--name", KERNEL], env=env)
     # the setup cell, run by the environment's python as its kernel would run it: it installs
@@ -110,6 +112,39 @@ def _build(folder: Path) -> dict[str, object]:
         "python": str(py), "wheel": str(wheel), "jupyter_path": str(venv / "share" / "jupyter"),
         "posviz_before": before, "setup_cell": cell, "installed": shown, "chinese": said.strip(),
     }  # fmt: skip
+
+
+def _link(py: Path, *names: str) -> None:
+    """Give the environment of ``py`` this environment's distributions ``names``: the files each
+    wheel installed here (its RECORD, dist-info included), hard-linked, so that pip finds them
+    installed. The same files as ``pip install`` unpacks from the same wheels (for torch, the CPU
+    build pinned below; for pip, what ``python -m venv`` installs), for little of its cost: the
+    whole build took 37-49 s of CPU here with pip unpacking torch's 14,600 files, 20-26 s with
+    both linked (linking takes about a second), CPU that the test workers want in a run of the
+    whole suite; and deleting an old run's copy, which pytest does at the end of a run, while
+    nothing else runs, took 3.3-4.4 s before, 1.8-2.0 s after.
+    Left out: their console scripts (``torchrun``, ``pip``), outside site-packages and tied to
+    this environment's python; the setup cell runs ``python -m pip``, and no chapter cell runs a
+    script. Copied where a link cannot be made (another file system)."""
+    import importlib.metadata
+    import shutil
+
+    found = _run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+    site = Path(found)
+    for name in names:
+        dist = importlib.metadata.distribution(name)
+        here = Path(dist.locate_file("")).resolve()
+        for file in dist.files or []:
+            if file.parts[0] == "..":  # a console script, in bin/
+                continue
+            source, target = here / file, site / file
+            if not source.is_file():  # a RECORD entry for a file that is not there (a .pyc)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(source, target)
+            except OSError:
+                shutil.copy2(source, target)
 
 
 def fresh_environment(tmp_path_factory: pytest.TempPathFactory) -> FreshEnvironment:
