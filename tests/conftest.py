@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -21,6 +22,12 @@ from pathlib import Path
 
 import pytest
 import torch
+
+# jsonschema (imported by nbformat, and so by plotly's widget) checks the "iri" format with
+# rfc3987-syntax when that is installed (jupyter-events asks for it), which builds an Earley parser
+# with lark on import: 1.5 s of CPU in each test process here, before its first test. No schema
+# a test validates has that format; without the module, jsonschema leaves the format unchecked.
+sys.modules.setdefault("rfc3987_syntax", None)  # None: its import fails at once
 
 # --- tiers, markers and the time budget -----------------------------------------------------------
 
