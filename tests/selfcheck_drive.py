@@ -22,8 +22,9 @@ _FEEDBACK_JS = """q => { const f = q.querySelector('.sc-feedback');
 # view, then its centre, after the checks Playwright's click makes (visible, enabled, and that
 # point not covered by another element: the part, or something inside it, is what it hits).
 # Playwright's own click on an element cost 57 ms of CPU here, and finding the element first
-# 19 ms more, in a chapter page of 13,000 elements: 2.5 of the rope chapter's 5.3 s for its
-# questions; this read and a click at the point cost a fraction of that.
+# 19 ms more, in a chapter page of 13,000 elements: 2.5 of the 5.3 s of CPU that the rope
+# chapter's questions took in one run. With this read and a click at the point, they took 5.0 s
+# where Playwright's clicks took 6.5-7.1 s, the two measured in turn (page, browser and test).
 _POINT_JS = """(q, [selector, index]) => {
   const e = q.querySelectorAll(selector)[index];
   if (!e) return `no ${selector} #${index} in the question`;
