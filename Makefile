@@ -34,10 +34,11 @@ PYTEST = env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 # test 7 m 56 s), 468 and 461 s (7 m 50 s, 7 m 44 s) once the self-check, built-page and
 # JupyterLab tests read less, but 521 s here in between with the same tests, and 492, 505 and
 # 562 s in fresh clones after `make book` (8 m 35 s, 8 m 38 s, 9 m 36 s in all); then, with the
-# same tests, 562, 597 and 513 s a few hours later, and 581 s and a fresh clone's 537 s (9 m 14 s
-# in all) once the fresh environment linked torch and pip and the self-check clicked where a
-# reader would: this machine's speed drifts by up to 30 % within a few hours, so compare runs
-# made together.
+# same tests, 562, 597, 513 and 509 s a few hours later; once the fresh environment linked torch
+# and pip and the self-check clicked where a reader would, 451 s straight after that 509 s (7 m
+# 34 s against 8 m 31 s in all), 581 and 477 s at other times, and 537 and 482 s in fresh clones
+# (9 m 14 s, 8 m 16 s): this machine's speed drifts by up to 30 % within a few hours, so compare
+# runs made together.
 # TEST_GOAL is issue 25's 8 minutes for all of `make test`, less lint and set-up.
 # CHECK_GOAL is issue 25's 2 minutes; CHECK_BUDGET leaves room for a slow day (179 and 183 s here
 # on 2 December, 126 and 134 s after the fourth round, 68 and 82 s on 6 December, 69 s on 7 December).
