@@ -2,9 +2,9 @@
 
 Colab stand-in: a new virtual environment with what ``requirements.txt`` gives a reader (torch
 pinned to the CPU build this checkout uses, its files linked from this checkout's environment, as
-are pip's) and a Jupyter kernel, ``posviz-fresh``; no posviz and
-nothing of this checkout until a chapter's setup cell installs posviz from a wheel built from the
-checkout's files as they are now (``POSVIZ_INSTALL``). The chapters then run in it:
+are pip's: :func:`_link`) and a Jupyter kernel, ``posviz-fresh``; no posviz and nothing of this
+checkout until a chapter's setup cell installs posviz from a wheel built from the checkout's
+files as they are now (``POSVIZ_INSTALL``). The chapters then run in it:
 tests/test_jupyterlab.py's kernels are this environment's, so JupyterLab's *Run All* of every
 chapter is also the run in a fresh environment (it once ran every chapter a third time, on its
 own: 264 s here).
