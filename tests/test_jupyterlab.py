@@ -4,8 +4,8 @@ One JupyterLab server (from this environment, on 127.0.0.1, a free port and a ra
 serves copies of the generated ``book/*.ipynb``; their kernels are a reader's fresh environment
 (tests/fresh_env.py: what requirements.txt installs, and posviz from a wheel that the setup cell
 installed), so this is also the test that every chapter runs there. Headless Chromium (Debian's,
-through Playwright) opens each chapter in turn, runs all its cells, and checks every explorer (an
-ipywidgets box holding a Plotly figure):
+through Playwright) opens each chapter in turn, in one JupyterLab page per worker (LabPage), runs
+all its cells, and checks every explorer (an ipywidgets box holding a Plotly figure):
 
 * the figure is drawn at the width of its output, and redrawn when the window gets wider;
 * every slider has a track to drag, no control is cut off;
@@ -180,14 +180,38 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 
 
+# the sidebar's edge: the handle between the left area and the notebooks in JupyterLab's main split
+EDGE = "#jp-main-split-panel > .lm-SplitPanel-handle:not(.lm-mod-hidden)"
+
+
+class LabPage:
+    """The one JupyterLab page of a worker, in which every chapter is opened in turn.
+
+    The first chapter opens it with JupyterLab's default layout (``?reset``, as a first visit shows
+    it); each later one is opened as a reader opens the next notebook: the one before is closed,
+    and the new one double-clicked in the file browser. Starting JupyterLab again for each chapter
+    cost about 5 s of CPU here (opening four chapters: 32 s of CPU, then 16 s). The default layout
+    is kept: the reload at 1920 px restores the sidebar at its share of the window it was saved at
+    (1280 px), 1.5 times as wide, so the sidebar's edge is dragged back to where the first chapter
+    had it, and each chapter's notebook is held to the first one's width (:meth:`Chapter.open`)."""
+
+    def __init__(self, browser: object) -> None:
+        self.context = browser.new_context(viewport={"width": WIDTHS[0], "height": HEIGHT})
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(STEP_TIMEOUT_MS)
+        self.opened = False  # the first chapter opens JupyterLab itself
+        self.edge: float | None = None  # where the sidebar's edge is in the default layout (px)
+        self.width: float | None = None  # the notebook's width in it (px)
+
+    def close(self) -> None:
+        self.context.close()
+
 
 @pytest.fixture(scope="module")
-def pages(browser: object) -> Iterator[object]:
-    """One browser context for every chapter: JupyterLab's scripts (several MB) come from its
-    HTTP cache after the first chapter instead of being fetched and compiled again."""
-    context = browser.new_context(viewport={"width": WIDTHS[0], "height": HEIGHT})
-    yield context
-    context.close()
+def pages(browser: object) -> Iterator[LabPage]:
+    page = LabPage(browser)
+    yield page
+    page.close()
 
 
 @pytest.fixture(scope="module")
@@ -304,22 +328,46 @@ def _differences(before: str, after: str) -> list[str]:
 class Chapter:
     """One chapter notebook open in a page, with its console errors recorded."""
 
-    def __init__(self, browser: object, lab: Lab, name: str) -> None:
-        self.lab, self.name = lab, name
-        self.page = browser.new_page()  # a browser or a browser context
+    def __init__(self, pages: LabPage, lab: Lab, name: str) -> None:
+        self.lab, self.name, self.pages = lab, name, pages
+        self.page = pages.page
         self.page.set_viewport_size({"width": WIDTHS[0], "height": HEIGHT})
-        self.page.set_default_timeout(STEP_TIMEOUT_MS)
         self.errors: list[str] = []
-        self.page.on("console", lambda msg: msg.type == "error" and self.errors.append(msg.text))
-        self.page.on("pageerror", lambda err: self.errors.append(str(err)))
+        self._console = lambda msg: msg.type == "error" and self.errors.append(msg.text)
+        self._page_error = lambda err: self.errors.append(str(err))
+        self.page.on("console", self._console)
+        self.page.on("pageerror", self._page_error)
 
-    def open(self, reset: bool = True) -> None:
-        self.page.goto(
-            f"{self.lab.url}/lab/tree/{self.name}.ipynb?token={self.lab.token}{'&reset' if reset else ''}",
-            timeout=LOAD_TIMEOUT_MS,
-        )
+    def open(self) -> None:
+        """Open the notebook (see :class:`LabPage`), in JupyterLab's default layout."""
+        pages = self.pages
+        if not pages.opened:
+            self.page.goto(
+                f"{self.lab.url}/lab/tree/{self.name}.ipynb?token={self.lab.token}&reset", timeout=LOAD_TIMEOUT_MS
+            )
+            pages.opened = True
+        else:  # the chapter before closed its notebook (close)
+            handle = self.page.locator(EDGE).first.bounding_box()
+            x, y = handle["x"] + handle["width"] / 2, handle["y"] + handle["height"] / 2
+            if abs(x - pages.edge) > 1:  # the sidebar's edge, back where the default layout has it
+                self.page.mouse.move(x, y)
+                self.page.mouse.down()
+                self.page.mouse.move(pages.edge, y, steps=4)
+                self.page.mouse.up()
+            listing = self.page.locator(".jp-DirListing-content .jp-DirListing-itemText")
+            listing.get_by_text(f"{self.name}.ipynb", exact=True).dblclick()
         self.page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=LOAD_TIMEOUT_MS)
+        handle = self.page.locator(EDGE).first.bounding_box()
+        width = self.page.locator(".jp-NotebookPanel").bounding_box()["width"]
+        if pages.edge is None:
+            pages.edge, pages.width = handle["x"] + handle["width"] / 2, width
+        default = pages.width
+        assert abs(width - default) <= 2, f"{self.name}: the notebook {width} px wide, {default} px by default"
         self.wait_for_kernel()
+
+    def _menu(self, menu: str, command: str) -> None:
+        self.page.click(f".lm-MenuBar-item:has-text('{menu}')")
+        self.page.click(f".lm-Menu-item[data-command='{command}']")
 
     def wait_for_kernel(self) -> None:
         """Until the notebook's kernel has started (the server says so) and the page shows it idle."""
@@ -336,8 +384,7 @@ class Chapter:
         self.page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
 
     def run_all(self) -> None:
-        self.page.click(".lm-MenuBar-item:has-text('Run')")
-        self.page.click(".lm-Menu-item[data-command='runmenu:run-all']")
+        self._menu("Run", "runmenu:run-all")
         # done: every code cell numbered; stopped: none running, kernel idle, some never ran
         self.page.wait_for_function(
             """() => {
@@ -573,7 +620,18 @@ class Chapter:
         self.page.wait_for_function("() => !document.querySelector('.jp-mod-current.jp-mod-dirty, .jp-mod-dirty')")
 
     def close(self) -> None:
-        self.page.close()
+        """Close the notebook, as a reader does before opening the next one (its kernel still
+        running: Lab.shut_down_kernels comes after, or its explorers' last messages would fail).
+        Where that fails (the chapter's test failed in the middle of something), the next
+        chapter starts JupyterLab afresh."""
+        try:
+            self._menu("File", "application:close-all")
+            self.page.wait_for_selector(".jp-NotebookPanel", state="detached")
+        except sync_api.Error:
+            self.pages.opened = False
+        finally:
+            self.page.remove_listener("console", self._console)
+            self.page.remove_listener("pageerror", self._page_error)
 
     def unexpected_errors(self) -> list[str]:
         return [e for e in self.errors if not any(known in e for known in IGNORED_ERRORS)]
@@ -585,7 +643,7 @@ KNOWN_OPEN: dict[str, str] = {}  # chapter -> a defect the test found and that i
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
-def test_chapter_in_jupyterlab(name: str, lab: Lab, pages: object, shots: Path | None) -> None:
+def test_chapter_in_jupyterlab(name: str, lab: Lab, pages: LabPage, shots: Path | None) -> None:
     chapter = Chapter(pages, lab, name)
     try:
         chapter.open()
