@@ -94,6 +94,11 @@ SETTINGS = {
 }
 
 
+# `python -m jupyterlab` (its __main__.py) without rfc3987-syntax, as in the test processes
+# (conftest.py): jupyter-events' jsonschema built its parser at each server's start, 1.1 s of CPU
+SERVER = "import sys; sys.modules['rfc3987_syntax'] = None; from jupyterlab.labapp import main; sys.exit(main())"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -130,7 +135,7 @@ class Lab:
         self.log = (home / "server.log").open("w")
         self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+                sys.executable, "-c", SERVER, "--no-browser", "--allow-root",
                 "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
                 f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={root}",
                 "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
