@@ -11,11 +11,15 @@ chapters run in JupyterLab on every worker at once.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import functools
 import hashlib
+import http.server
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -116,6 +120,31 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     budget = session.config.getoption("--time-budget")
     if budget is not None and not _is_worker(session.config) and time.monotonic() - _STARTED > budget:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+class _QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: tuple) -> None:
+        # the browser closed a page, or gave up a request, while it was being answered: socketserver
+        # printed "Exception occurred during processing of request" into the test output
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
+@contextlib.contextmanager
+def serve(folder: Path) -> Iterator[str]:
+    """``folder`` served on 127.0.0.1 (a free port) while in the block: its URL, quietly."""
+    server = _QuietServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 # Screenshots for review (README, *Tests*): taken when POSVIZ_SHOTS names a folder (`make shots`

@@ -9,11 +9,8 @@ full-size, and every page with figures at a phone's width and in dark mode.
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -21,7 +18,7 @@ from urllib.parse import urlsplit
 import axe_audit
 import pytest
 import selfcheck_drive
-from conftest import screenshot
+from conftest import screenshot, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 # POSVIZ_SITE lets an author check a partial build (e.g. one chapter) elsewhere.
@@ -82,19 +79,10 @@ def _figure_count(page: str) -> int:
     return _source(page).count('class="plotly-graph-div"')
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @pytest.fixture(scope="session")
 def base_url() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=SITE))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve(SITE) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -5,12 +5,10 @@ on an equation while the page was checked. Headless Chromium (``browser``, tests
 
 from __future__ import annotations
 
-import functools
-import http.server
-import threading
 from pathlib import Path
 
 import pytest
+from conftest import serve
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
@@ -21,12 +19,8 @@ AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 def site_url():
     if not (SITE / "book" / "vision.html").exists() or not AXE.exists():
         pytest.skip("needs the built book (make book) and axe-core (npm ci)")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(SITE))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.RequestHandlerClass.log_message = lambda *a: None
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with serve(SITE) as url:
+        yield url
 
 
 def _violations(page) -> list:
