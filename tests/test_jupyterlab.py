@@ -50,7 +50,7 @@ HEIGHT = 1000
 RUN_TIMEOUT_MS = 600_000  # Run All of one chapter (the learned chapter trains its models)
 LOAD_TIMEOUT_MS = 180_000  # JupyterLab's page (several MB of JavaScript) on a busy 2-core machine
 STEP_TIMEOUT_MS = 60_000  # anything else: a redraw, a kernel round trip
-# A slider move's first try (Chapter.move): a move left unanswered this long is made once more,
+# A drag's first try (Chapter.move): a drag left unanswered this long is made once more,
 # and the second try has STEP_TIMEOUT_MS (an unanswered first try cost a whole minute of a worker
 # in a run of `make test` here; it happened in two of eight runs)
 FIRST_TRY_MS = 20_000
@@ -187,7 +187,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     server = Lab(root, tmp_path_factory.mktemp("jupyter"), fresh_environment(tmp_path_factory))
     yield server
     server.close()
-
 
 
 # the sidebar's edge: the handle between the left area and the notebooks in JupyterLab's main split
@@ -356,7 +355,7 @@ class Chapter:
     def open(self) -> None:
         """Open the notebook (see :class:`LabPage`), in JupyterLab's default layout."""
         pages = self.pages
-        if not pages.opened:
+        if not pages.opened or pages.edge is None:  # the first chapter, or one whose opening failed
             self.page.goto(
                 f"{self.lab.url}/lab/tree/{self.name}.ipynb?token={self.lab.token}&reset", timeout=LOAD_TIMEOUT_MS
             )
@@ -507,11 +506,11 @@ class Chapter:
         the status showed one before the move, 'recovered' (the message is gone).
 
         A drag the figure does not answer within :data:`FIRST_TRY_MS` is made once more, one step
-        further the same way (back where the slider has no room), with :data:`STEP_TIMEOUT_MS`
-        (`make test` here saw a move go unanswered twice in eight runs: alibi's "slope ×", a key
-        step from -1.5 to -1.3 just after a drag); an answered retry is reported as a warning in
-        the test summary, so it stays visible. A key step is pressed again until the figure
-        changes (:meth:`_key_steps`). A slider that does nothing fails either way."""
+        further the same way (back where the slider has no room), with :data:`STEP_TIMEOUT_MS`,
+        for a busy machine; an answered retry is reported as a warning in the test summary, so it
+        stays visible. A key step is pressed again until the figure changes (:meth:`_key_steps`;
+        `make test` here saw alibi's "slope ×" step from -1.5 to -1.3 go unanswered in two of
+        eight runs). A slider that does nothing fails either way."""
         if how == "key":
             return self._key_steps(out, index, direction)
         result = self._move_once(out, index, how, direction, FIRST_TRY_MS)
