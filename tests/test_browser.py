@@ -93,33 +93,152 @@ def shots(request: pytest.FixtureRequest) -> Path | None:
     return None if SHOTS is None else fresh_folder(request.config, SHOTS)
 
 
+class _Tab:
+    """One browser tab a worker keeps for its visits of one kind (a desktop's window or a phone's
+    screen), each visit a first visit as a new context gives it: the HTTP cache off (every file
+    comes from the server, so the page test still counts a first visit's bytes; Playwright turns it
+    off too while a context has routes, and test_page fails on any file the page did not fetch:
+    planted, with the cache on and no routes, it named the theme's stylesheets), the window's size
+    as the kind has it, and the site's local and session storage empty (the theme's mode). What is
+    kept is the browser's renderer process: a new context for each visit started one, and that was
+    half of the CPU of a visit here (20 chapter pages on a phone: 50-51 s of CPU with a context each,
+    27-31 s in one tab; the 19 pages without figures: 21-22 s, then 6-7 s; the same bytes sent)."""
+
+    BLANK = "/__posviz_blank__"  # an empty page of the site's origin, between visits (:meth:`end`)
+
+    def __init__(self, browser: object, *, phone: bool) -> None:
+        self.browser, self.phone = browser, phone
+        self.visit: _Visit | None = None  # the visit under way, told of the requests it made
+        self.origin: str | None = None
+        self._open()
+
+    def _open(self) -> None:
+        self.context = _new_context(self.browser, phone=self.phone)
+        self.context.route(FOREIGN, self._refuse)
+        self.context.route(
+            re.compile(r"^https?://127\.0\.0\.1:\d+" + re.escape(self.BLANK) + "$"),
+            lambda route: route.fulfill(status=200, content_type="text/html", body="<!doctype html><title></title>"),
+        )
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(120_000)  # a busy 2-core machine
+        cdp = self.context.new_cdp_session(self.page)
+        cdp.send("Network.enable")
+        cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})  # this tab's, from now on
+
+    def _refuse(self, route: object) -> None:
+        if self.visit is not None:
+            self.visit.foreign.append(route.request.url)
+        route.abort()
+
+    def begin(self, visit: _Visit, url: str) -> None:
+        """Make the tab what a new context would be, for ``visit`` of ``url``."""
+        if self.page.is_closed():  # a crashed renderer, or a visit that could not leave its page
+            self.context.close()
+            self._open()
+        elif self.page.url != "about:blank" and not self.page.url.endswith(self.BLANK):
+            self._leave()  # a visit that was never ended
+        self.origin = "{0.scheme}://{0.netloc}".format(urlsplit(url))
+        self.visit = visit
+        self.page.set_viewport_size(PHONE if self.phone else DESKTOP)
+
+    def end(self) -> None:
+        """Leave the page for an empty one of the same origin, and empty the site's storage there
+        (after the page's own unload handlers, which write to it: the theme's sidebar position)."""
+        self.visit = None
+        self._leave()
+
+    def _leave(self) -> None:
+        try:
+            self.page.goto(f"{self.origin}{self.BLANK}")
+            left = self.page.evaluate(
+                "() => { localStorage.clear(); sessionStorage.clear();"
+                " return localStorage.length + sessionStorage.length; }"
+            )
+            assert left == 0, f"{left} items left in the site's storage"
+        except sync_api.Error:
+            self.page.close()  # begin opens a new tab
+
+    def close(self) -> None:
+        self.context.close()
+
+
+DESKTOP = {"width": 1280, "height": 900}
+
+
+def _new_context(browser: object, *, phone: bool) -> object:
+    if phone:
+        return browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    return browser.new_context(viewport=DESKTOP)
+
+
+@pytest.fixture(scope="session")
+def tabs(browser: object) -> Iterator[dict[str, _Tab]]:
+    """This worker's tabs, ``desktop`` and ``phone`` (:class:`_Tab`), opened when first asked for."""
+    opened: dict[str, _Tab] = {}
+
+    class _Tabs(dict):
+        def __missing__(self, kind: str) -> _Tab:
+            opened[kind] = self[kind] = _Tab(browser, phone=kind == "phone")
+            return opened[kind]
+
+    yield _Tabs()
+    for tab in opened.values():
+        tab.close()
+
+
 class _Visit:
-    """A page opened with every request, console error and page error recorded."""
+    """A page opened with every request, console error and page error recorded: in a new context,
+    or in a worker's kept tab (``tab``, :class:`_Tab`), which gives the same first visit."""
 
     def __init__(
-        self, browser: object, url: str, *, phone: bool = False, dark: bool = False, sizes: bool = False
+        self,
+        browser: object,
+        url: str,
+        *,
+        phone: bool = False,
+        dark: bool = False,
+        sizes: bool = False,
+        tab: _Tab | None = None,
     ) -> None:
         self.foreign: list[str] = []
         self._failures: list[tuple[str, str, str]] = []  # (failure, url, referer)
         self._http_errors: list[str] = []
         self.errors: list[str] = []
         self.measure_sizes = sizes  # asked by the page test: another round trip to the browser per response
-        self.sizes: dict[str, int] = {}  # every response's body, by URL (a fresh context: a cold cache)
+        self.sizes: dict[str, int] = {}  # every response's body, by URL (a cold cache)
         self.documents: list[int] = []
-        if phone:
-            self.context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+        self._tab = tab
+        if tab is not None:
+            assert not dark and phone == tab.phone, "a kept tab is light, and of its own kind"
+            tab.begin(self, url)
+            self.context, self.page = tab.context, tab.page
         else:
-            self.context = browser.new_context(viewport={"width": 1280, "height": 900})
-        if dark:  # as the theme's switch leaves it
-            self.context.add_init_script("localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');")
-        self.context.route(FOREIGN, self._refuse)  # matched in Playwright's driver: the page's own requests go on
-        self.page = self.context.new_page()
-        self.page.set_default_timeout(120_000)  # a busy 2-core machine
-        self.page.on("console", lambda msg: msg.type == "error" and self.errors.append(msg.text))
-        self.page.on("pageerror", lambda err: self.errors.append(str(err)))
-        self.page.on("response", self._response)
-        self.page.on("requestfailed", self._request_failed)
+            self.context = _new_context(browser, phone=phone)
+            if dark:  # as the theme's switch leaves it
+                self.context.add_init_script(
+                    "localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');"
+                )
+            self.context.route(FOREIGN, self._refuse)  # matched in Playwright's driver: the page's own requests go on
+            self.page = self.context.new_page()
+            self.page.set_default_timeout(120_000)  # a busy 2-core machine
+        self._listeners = {
+            "console": lambda msg: msg.type == "error" and self.errors.append(msg.text),
+            "pageerror": lambda err: self.errors.append(str(err)),
+            "response": self._response,
+            "requestfailed": self._request_failed,
+        }
+        for event, listener in self._listeners.items():
+            self.page.on(event, listener)
         self.page.goto(url, wait_until="load")
+
+    def close(self) -> None:
+        """The end of the visit: its context closed, or its kept tab left for the next visit."""
+        if self._tab is None:
+            self.context.close()
+            return
+        for event, listener in self._listeners.items():
+            self.page.remove_listener(event, listener)
+        self._tab.end()
 
     def _request_failed(self, request: object) -> None:
         # A page that redirects at once (index.html's <meta http-equiv="Refresh">) has its own
@@ -224,8 +343,8 @@ def _move_slider(page: object, div_id: str, target: int, steps: int) -> None:
 
 
 @pytest.mark.parametrize("page_path", PAGES)
-def test_page(page_path: str, browser: object, base_url: str, shots: Path | None) -> None:
-    visit = _Visit(browser, f"{base_url}/{page_path}", sizes=True)
+def test_page(page_path: str, browser: object, base_url: str, shots: Path | None, tabs: dict[str, _Tab]) -> None:
+    visit = _Visit(browser, f"{base_url}/{page_path}", sizes=True, tab=tabs["desktop"])
     page = visit.page
     try:
         if 'http-equiv="Refresh"' in _source(page_path):  # index.html: a redirect to the root page
@@ -279,6 +398,11 @@ def test_page(page_path: str, browser: object, base_url: str, shots: Path | None
         assert not visit.unexpected_errors(), f"console/page errors: {visit.unexpected_errors()}"
         # issue #15: light enough for a slow connection, and accessible
         total = sum(visit.sizes.values())
+        cached = page.evaluate(  # a first visit: every file of the site came from the server
+            "() => performance.getEntriesByType('resource')"
+            ".filter(e => e.name.startsWith(location.origin) && e.transferSize === 0).map(e => e.name)"
+        )
+        assert not cached, f"files from the browser's cache in a first visit: {cached[:5]}"
         assert total <= MAX_FIRST_VISIT, f"first visit {total:,} bytes > {MAX_FIRST_VISIT:,}: {_largest(visit.sizes)}"
         violations = visit.axe(colours=page_path not in COLOURS_READ_ON_THE_TWIN)
         assert not violations, f"axe: {violations}"
@@ -287,7 +411,7 @@ def test_page(page_path: str, browser: object, base_url: str, shots: Path | None
             short = _dark_checks(visit, page_path, shots, switched=True)
             assert not short, "; ".join(short)[:3000]
     finally:
-        visit.context.close()
+        visit.close()
 
 
 def _largest(sizes: dict[str, int]) -> list[str]:
@@ -401,10 +525,10 @@ def _touch_sliders(page: object) -> list[str]:
 
 
 @pytest.mark.parametrize("page_path", FIGURE_PAGES)
-def test_phone(page_path: str, browser: object, base_url: str, shots: Path | None) -> None:
+def test_phone(page_path: str, browser: object, base_url: str, shots: Path | None, tabs: dict[str, _Tab]) -> None:
     """At 390 x 844 every figure fits the screen, its plot keeps most of the width, and its
     slider answers a finger."""
-    visit = _Visit(browser, f"{base_url}/{page_path}", phone=True)
+    visit = _Visit(browser, f"{base_url}/{page_path}", phone=True, tab=tabs["phone"])
     try:
         visit.figures_ready(_figure_count(page_path))
         visit.page.wait_for_timeout(300)
@@ -441,7 +565,7 @@ def test_phone(page_path: str, browser: object, base_url: str, shots: Path | Non
         short += _touch_sliders(visit.page)
         assert not short, "; ".join(short)
     finally:
-        visit.context.close()
+        visit.close()
 
 
 def _sideways(page: object) -> list[str]:
@@ -470,12 +594,12 @@ NARROW_PAGES = [p for p in PAGES if not _figure_count(p) and p not in ("index.ht
 
 
 @pytest.mark.parametrize("page_path", NARROW_PAGES)
-def test_phone_page_fits_the_screen(page_path: str, browser: object, base_url: str) -> None:
-    visit = _Visit(browser, f"{base_url}/{page_path}", phone=True)
+def test_phone_page_fits_the_screen(page_path: str, browser: object, base_url: str, tabs: dict[str, _Tab]) -> None:
+    visit = _Visit(browser, f"{base_url}/{page_path}", phone=True, tab=tabs["phone"])
     try:
         assert not _sideways(visit.page)
     finally:
-        visit.context.close()
+        visit.close()
 
 
 # Dark mode is the theme's CSS and the figures' colours, the same in both editions and on every
@@ -564,7 +688,7 @@ def test_dark_mode(page_path: str, browser: object, base_url: str, shots: Path |
         short = _dark_checks(visit, page_path, shots, switched=False)
         assert not short, "; ".join(short)[:3000]
     finally:
-        visit.context.close()
+        visit.close()
 
 
 def test_the_audit_finds_violations_in_each_of_its_modes(browser: object) -> None:
@@ -651,7 +775,7 @@ def test_the_colour_audit_of_kinds_decides_as_the_whole_page_does(browser: objec
         )
         dark = visit.page.evaluate(_WHOLE_COLOUR_AUDIT_JS, axe_audit.AXE_COLOUR_RULES)
     finally:
-        visit.context.close()
+        visit.close()
     for theme, found in (("light", light), ("dark", dark)):
         assert found["judged"] > 10 * found["kinds"] / 4, f"{theme}: {found['judged']} elements judged"
         assert not found["outside"], f"{theme}: read by the colour rules, in no kind: {found['outside'][:5]}"
@@ -664,7 +788,7 @@ def test_a_request_that_leaves_the_machine_is_refused_and_recorded(browser: obje
         visit.page.evaluate("() => fetch('https://example.org/x.js').catch(() => null)")
         visit.page.evaluate("() => fetch('data:text/plain,here').then(r => r.text())")
     finally:
-        visit.context.close()
+        visit.close()
     assert visit.foreign == ["https://example.org/x.js"]
     assert not any(url.startswith("data:") for url in visit.foreign)
 
@@ -832,7 +956,7 @@ def test_language_switch_reaches_the_twin_page_and_back(browser: object, base_ur
         page.wait_for_url(lambda url: url.endswith("/book/rope.html") and "/zh/" not in url)
         assert not visit.failed and not visit.foreign
     finally:
-        visit.context.close()
+        visit.close()
 
 
 @pytest.mark.skipif(not ZH_PAGES, reason="the Chinese edition is not built (make book)")
@@ -848,4 +972,4 @@ def test_chinese_search_finds_words_offline(query: str, browser: object, base_ur
         assert any("/zh/book/" in h for h in hits), hits
         assert not visit.foreign and not visit.failed
     finally:
-        visit.context.close()
+        visit.close()
