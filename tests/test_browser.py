@@ -793,6 +793,48 @@ def test_a_request_that_leaves_the_machine_is_refused_and_recorded(browser: obje
     assert not any(url.startswith("data:") for url in visit.foreign)
 
 
+_STATE_JS = """() => ({theme: document.documentElement.dataset.theme, width: innerWidth, height: innerHeight,
+    mode: localStorage.getItem('mode'), left: sessionStorage.getItem('left'),
+    cached: performance.getEntriesByType('resource')
+      .filter(e => e.name.startsWith(location.origin) && e.transferSize === 0).map(e => e.name)})"""
+
+
+def test_a_kept_tab_gives_each_visit_what_a_new_context_gives(browser: object, base_url: str) -> None:
+    """The kept tab (:class:`_Tab`) between two visits: what the first left behind (dark mode and
+    a value in the site's storage, a smaller window) is gone from the second, which fetches every
+    file from the server: the page as a visit in a new context sees it, from the same files and
+    bytes. A request that leaves the machine is the visit's under way."""
+    url = f"{base_url}/book/references.html"  # no MathJax, whose fonts arrive when they arrive
+    tab = _Tab(browser, phone=False)
+    try:
+        first = _Visit(browser, url, sizes=True, tab=tab)
+        first.page.evaluate(
+            "() => { localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');"
+            " sessionStorage.setItem('left', 'behind'); }"
+        )
+        first.page.set_viewport_size({"width": 500, "height": 400})
+        first.close()
+        second = _Visit(browser, url, sizes=True, tab=tab)
+        try:
+            second.page.wait_for_load_state("networkidle")
+            kept = second.page.evaluate(_STATE_JS)
+            second.page.evaluate("() => fetch('https://example.org/x.js').catch(() => null)")
+        finally:
+            second.close()
+    finally:
+        tab.close()
+    fresh = _Visit(browser, url, sizes=True)
+    try:
+        fresh.page.wait_for_load_state("networkidle")
+        new = fresh.page.evaluate(_STATE_JS)
+    finally:
+        fresh.close()
+    assert kept["mode"] != "dark" and kept["left"] is None and kept["cached"] == []
+    assert kept == new, "the kept tab's visit saw another page than a new context's"
+    assert second.sizes == fresh.sizes, "a kept tab's visit fetched other files or bytes than a new context's"
+    assert first.foreign == [] and second.foreign == ["https://example.org/x.js"]
+
+
 def test_root_redirect_has_a_favicon_title_and_language() -> None:
     root = (SITE / "index.html").read_text(encoding="utf-8")
     assert '<link rel="icon" href="_static/' in root and "<title>" in root and '<html lang="' in root
