@@ -18,20 +18,13 @@ from urllib.parse import urlsplit
 import axe_audit
 import pytest
 import selfcheck_drive
+from browser_visit import PHONE, Tab, Visit
 from conftest import screenshot, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 # POSVIZ_SITE lets an author check a partial build (e.g. one chapter) elsewhere.
 SITE = Path(os.environ.get("POSVIZ_SITE", ROOT / "_build" / "html"))
 CHROMIUM = "/usr/bin/chromium"
-IGNORED_ERRORS = {
-    # sphinx-thebe 0.3.1 declares `const THEBE_JS_URL` in two inline scripts on every page
-    # (upstream bug; thebe itself only loads when a reader clicks "Live code").
-    "Identifier 'THEBE_JS_URL' has already been declared",
-}
-# Any request that leaves the local server (matched by Playwright's driver, so the page's own
-# requests never wait on this process: a tenth of a second of CPU per page load here).
-FOREIGN = re.compile(r"^(?!https?://127\.0\.0\.1[:/]|data:|blob:)")
 RAW_MATH = ("$$", "\\(", "\\)", "\\[", "\\]")
 # A slow connection: what a first visit (cold cache) may download, and one page's HTML. Issue #25
 # took the heaviest first visit from 3.88 MB to 2.74 MB (the Chinese RoPE chapter): the book's own
@@ -41,7 +34,6 @@ RAW_MATH = ("$$", "\\(", "\\)", "\\[", "\\]")
 # those below U+3000, which keep the icons' pixels: 156 -> 18 kB). The budget: that + 3%.
 MAX_FIRST_VISIT = 2_425_000
 MAX_HTML = 1_500_000
-PHONE = {"width": 390, "height": 844}
 MIN_PLOT_SHARE = 0.6  # of the figure's width, for every panel's plot area
 
 pytestmark = pytest.mark.browser
@@ -93,208 +85,19 @@ def shots(request: pytest.FixtureRequest) -> Path | None:
     return None if SHOTS is None else fresh_folder(request.config, SHOTS)
 
 
-class _Tab:
-    """One browser tab a worker keeps for its visits of one kind (a desktop's window or a phone's
-    screen), each visit a first visit as a new context gives it: the HTTP cache off (every file
-    comes from the server, so the page test still counts a first visit's bytes; Playwright turns it
-    off too while a context has routes, and test_page fails on any file the page did not fetch:
-    planted, with the cache on and no routes, it named the theme's stylesheets), the window's size
-    as the kind has it, and the site's local and session storage empty (the theme's mode). What is
-    kept is the browser's renderer process: a new context for each visit started one, and that was
-    half of the CPU of a visit here (20 chapter pages on a phone: 50-51 s of CPU with a context each,
-    27-31 s in one tab; the 19 pages without figures: 21-22 s, then 6-7 s; the same bytes sent)."""
-
-    BLANK = "/__posviz_blank__"  # an empty page of the site's origin, between visits (:meth:`end`)
-
-    def __init__(self, browser: object, *, phone: bool) -> None:
-        self.browser, self.phone = browser, phone
-        self.visit: _Visit | None = None  # the visit under way, told of the requests it made
-        self.origin: str | None = None
-        self._open()
-
-    def _open(self) -> None:
-        self.context = _new_context(self.browser, phone=self.phone)
-        self.context.route(FOREIGN, self._refuse)
-        self.context.route(
-            re.compile(r"^https?://127\.0\.0\.1:\d+" + re.escape(self.BLANK) + "$"),
-            lambda route: route.fulfill(status=200, content_type="text/html", body="<!doctype html><title></title>"),
-        )
-        self.page = self.context.new_page()
-        self.page.set_default_timeout(120_000)  # a busy 2-core machine
-        cdp = self.context.new_cdp_session(self.page)
-        cdp.send("Network.enable")
-        cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})  # this tab's, from now on
-
-    def _refuse(self, route: object) -> None:
-        if self.visit is not None:
-            self.visit.foreign.append(route.request.url)
-        route.abort()
-
-    def begin(self, visit: _Visit, url: str) -> None:
-        """Make the tab what a new context would be, for ``visit`` of ``url``."""
-        if self.page.is_closed():  # a crashed renderer, or a visit that could not leave its page
-            self.context.close()
-            self._open()
-        elif self.page.url != "about:blank" and not self.page.url.endswith(self.BLANK):
-            self._leave()  # a visit that was never ended
-        self.origin = "{0.scheme}://{0.netloc}".format(urlsplit(url))
-        self.visit = visit
-        self.page.set_viewport_size(PHONE if self.phone else DESKTOP)
-
-    def end(self) -> None:
-        """Leave the page for an empty one of the same origin, and empty the site's storage there
-        (after the page's own unload handlers, which write to it: the theme's sidebar position)."""
-        self.visit = None
-        self._leave()
-
-    def _leave(self) -> None:
-        try:
-            self.page.goto(f"{self.origin}{self.BLANK}")
-            left = self.page.evaluate(
-                "() => { localStorage.clear(); sessionStorage.clear();"
-                " return localStorage.length + sessionStorage.length; }"
-            )
-            assert left == 0, f"{left} items left in the site's storage"
-        except sync_api.Error:
-            self.page.close()  # begin opens a new tab
-
-    def close(self) -> None:
-        self.context.close()
-
-
-DESKTOP = {"width": 1280, "height": 900}
-
-
-def _new_context(browser: object, *, phone: bool) -> object:
-    if phone:
-        return browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
-    return browser.new_context(viewport=DESKTOP)
-
-
 @pytest.fixture(scope="session")
-def tabs(browser: object) -> Iterator[dict[str, _Tab]]:
-    """This worker's tabs, ``desktop`` and ``phone`` (:class:`_Tab`), opened when first asked for."""
-    opened: dict[str, _Tab] = {}
+def tabs(browser: object) -> Iterator[dict[str, Tab]]:
+    """This worker's tabs, ``desktop`` and ``phone`` (:class:`Tab`), opened when first asked for."""
+    opened: dict[str, Tab] = {}
 
-    class _Tabs(dict):
-        def __missing__(self, kind: str) -> _Tab:
-            opened[kind] = self[kind] = _Tab(browser, phone=kind == "phone")
+    class Tabs(dict):
+        def __missing__(self, kind: str) -> Tab:
+            opened[kind] = self[kind] = Tab(browser, phone=kind == "phone")
             return opened[kind]
 
-    yield _Tabs()
+    yield Tabs()
     for tab in opened.values():
         tab.close()
-
-
-class _Visit:
-    """A page opened with every request, console error and page error recorded: in a new context,
-    or in a worker's kept tab (``tab``, :class:`_Tab`), which gives the same first visit."""
-
-    def __init__(
-        self,
-        browser: object,
-        url: str,
-        *,
-        phone: bool = False,
-        dark: bool = False,
-        sizes: bool = False,
-        tab: _Tab | None = None,
-    ) -> None:
-        self.foreign: list[str] = []
-        self._failures: list[tuple[str, str, str]] = []  # (failure, url, referer)
-        self._http_errors: list[str] = []
-        self.errors: list[str] = []
-        self.measure_sizes = sizes  # asked by the page test: another round trip to the browser per response
-        self.sizes: dict[str, int] = {}  # every response's body, by URL (a cold cache)
-        self.documents: list[int] = []
-        self._tab = tab
-        if tab is not None:
-            assert not dark and phone == tab.phone, "a kept tab is light, and of its own kind"
-            tab.begin(self, url)
-            self.context, self.page = tab.context, tab.page
-        else:
-            self.context = _new_context(browser, phone=phone)
-            if dark:  # as the theme's switch leaves it
-                self.context.add_init_script(
-                    "localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');"
-                )
-            self.context.route(FOREIGN, self._refuse)  # matched in Playwright's driver: the page's own requests go on
-            self.page = self.context.new_page()
-            self.page.set_default_timeout(120_000)  # a busy 2-core machine
-        self._listeners = {
-            "console": lambda msg: msg.type == "error" and self.errors.append(msg.text),
-            "pageerror": lambda err: self.errors.append(str(err)),
-            "response": self._response,
-            "requestfailed": self._request_failed,
-        }
-        for event, listener in self._listeners.items():
-            self.page.on(event, listener)
-        self.page.goto(url, wait_until="load")
-
-    def close(self) -> None:
-        """The end of the visit: its context closed, or its kept tab left for the next visit."""
-        if self._tab is None:
-            self.context.close()
-            return
-        for event, listener in self._listeners.items():
-            self.page.remove_listener(event, listener)
-        self._tab.end()
-
-    def _request_failed(self, request: object) -> None:
-        # A page that redirects at once (index.html's <meta http-equiv="Refresh">) has its own
-        # requests (its favicon) cancelled by the navigation it starts: net::ERR_ABORTED for a
-        # request from a document that is not the page's any more. Judged when read, once the
-        # page has settled; anything else that fails is a failure.
-        self._failures.append((request.failure, request.url, request.headers.get("referer", "")))
-
-    @property
-    def failed(self) -> list[str]:
-        here = self.page.url
-        return self._http_errors + [
-            f"{failure} {url}"
-            for failure, url, referer in self._failures
-            if not (failure == "net::ERR_ABORTED" and referer and referer != here)
-        ]
-
-    def _response(self, response: object) -> None:
-        if response.status >= 400:
-            self._http_errors.append(f"{response.status} {response.url}")
-            return
-        if not self.measure_sizes:
-            return
-        # the body's size as the network stack counted it (the local server compresses nothing, so
-        # it is the body's length), not the body itself: fetching every body through the browser's
-        # debugging protocol cost about 0.3 s of CPU per page load here, for the same totals
-        try:
-            size = response.request.sizes()["responseBodySize"]
-        except Exception:  # a request the page aborted (a navigation away) has no sizes
-            size = 0
-        self.sizes[response.url] = size
-        if response.request.resource_type == "document":
-            self.documents.append(size)
-
-    def figures_ready(self, count: int) -> None:
-        """Wait until ``count`` figures are drawn and adapted by posviz's page script."""
-        if count:
-            self.page.wait_for_function(
-                "n => document.querySelectorAll('.plotly-graph-div[data-posviz-ready]').length >= n", arg=count
-            )
-
-    def axe(self, *, colours_only: bool = False, colours: bool = True) -> list[str]:
-        """axe-core's serious and critical violations on the page as it is now (tests/axe_audit.py:
-        the colour rules read one element of each kind of text); ``colours_only``: only the rules
-        that read colours, for a page already audited whole whose theme then changed (nothing but
-        colours changes with it); ``colours=False``: every rule but those, for a Chinese page whose
-        English twin's audit read its colours (:data:`COLOURS_READ_ON_THE_TWIN`)."""
-        return axe_audit.audit(self.page, colours_only=colours_only, colours=colours)
-
-    def _refuse(self, route: object) -> None:
-        """Never let the browser reach out, and fail the test."""
-        self.foreign.append(route.request.url)
-        route.abort()
-
-    def unexpected_errors(self) -> list[str]:
-        return [e for e in self.errors if not any(known in e for known in IGNORED_ERRORS)]
 
 
 # The English chapters' self-check questions (posviz.selfcheck) are answered in the page test's
@@ -343,8 +146,8 @@ def _move_slider(page: object, div_id: str, target: int, steps: int) -> None:
 
 
 @pytest.mark.parametrize("page_path", PAGES)
-def test_page(page_path: str, browser: object, base_url: str, shots: Path | None, tabs: dict[str, _Tab]) -> None:
-    visit = _Visit(browser, f"{base_url}/{page_path}", sizes=True, tab=tabs["desktop"])
+def test_page(page_path: str, browser: object, base_url: str, shots: Path | None, tabs: dict[str, Tab]) -> None:
+    visit = Visit(browser, f"{base_url}/{page_path}", sizes=True, tab=tabs["desktop"])
     page = visit.page
     try:
         if 'http-equiv="Refresh"' in _source(page_path):  # index.html: a redirect to the root page
@@ -525,10 +328,10 @@ def _touch_sliders(page: object) -> list[str]:
 
 
 @pytest.mark.parametrize("page_path", FIGURE_PAGES)
-def test_phone(page_path: str, browser: object, base_url: str, shots: Path | None, tabs: dict[str, _Tab]) -> None:
+def test_phone(page_path: str, browser: object, base_url: str, shots: Path | None, tabs: dict[str, Tab]) -> None:
     """At 390 x 844 every figure fits the screen, its plot keeps most of the width, and its
     slider answers a finger."""
-    visit = _Visit(browser, f"{base_url}/{page_path}", phone=True, tab=tabs["phone"])
+    visit = Visit(browser, f"{base_url}/{page_path}", phone=True, tab=tabs["phone"])
     try:
         visit.figures_ready(_figure_count(page_path))
         visit.page.wait_for_timeout(300)
@@ -594,8 +397,8 @@ NARROW_PAGES = [p for p in PAGES if not _figure_count(p) and p not in ("index.ht
 
 
 @pytest.mark.parametrize("page_path", NARROW_PAGES)
-def test_phone_page_fits_the_screen(page_path: str, browser: object, base_url: str, tabs: dict[str, _Tab]) -> None:
-    visit = _Visit(browser, f"{base_url}/{page_path}", phone=True, tab=tabs["phone"])
+def test_phone_page_fits_the_screen(page_path: str, browser: object, base_url: str, tabs: dict[str, Tab]) -> None:
+    visit = Visit(browser, f"{base_url}/{page_path}", phone=True, tab=tabs["phone"])
     try:
         assert not _sideways(visit.page)
     finally:
@@ -624,7 +427,7 @@ assert set(ENGLISH_PAGES) <= set(SWITCHED_TO_DARK) | set(DARK_FROM_THE_START), "
 DARK_PAPER = "#14181e"  # figures.js's dark paper colour
 
 
-def _dark_checks(visit: _Visit, page_path: str, shots: Path | None, *, switched: bool) -> list[str]:
+def _dark_checks(visit: Visit, page_path: str, shots: Path | None, *, switched: bool) -> list[str]:
     """The theme's dark mode on the page as it is now: no contrast (or other) axe violation;
     figures dark with light text, and back to light when the reader switches. ``switched``: the
     page opened light, and is switched to dark here as the theme's switch does, and only axe's
@@ -680,7 +483,7 @@ def _dark_checks(visit: _Visit, page_path: str, shots: Path | None, *, switched:
 @pytest.mark.parametrize("page_path", DARK_FROM_THE_START)
 def test_dark_mode(page_path: str, browser: object, base_url: str, shots: Path | None) -> None:
     """A page opened in dark mode (the theme's switch left it so): dark from the start."""
-    visit = _Visit(browser, f"{base_url}/{page_path}", dark=True)
+    visit = Visit(browser, f"{base_url}/{page_path}", dark=True)
     try:
         visit.figures_ready(_figure_count(page_path))
         page = visit.page
@@ -692,13 +495,13 @@ def test_dark_mode(page_path: str, browser: object, base_url: str, shots: Path |
 
 
 def test_the_audit_finds_violations_in_each_of_its_modes(browser: object) -> None:
-    """axe as _Visit.axe runs it (violations only): whole, without the colour rules (a Chinese
+    """axe as Visit.axe runs it (violations only): whole, without the colour rules (a Chinese
     twin), and the colour rules only (dark mode); a faint text that is no kind's first element
     is found, and so is one whose kind's representatives are all overlapped (axe cannot judge
     them), by the audit of the rest of that kind."""
     context = browser.new_context()
     try:
-        visit = _Visit.__new__(_Visit)
+        visit = Visit.__new__(Visit)
         visit.page = context.new_page()
         faint = '<p style="color:#ccc;background:#fff">faint</p>'
         plain = "".join(f"<p>text {k}</p>" for k in range(5))
@@ -762,7 +565,7 @@ def test_the_colour_audit_of_kinds_decides_as_the_whole_page_does(browser: objec
     """The colour rules on every element of a chapter page, light and dark: every element they
     read is of a kind (tests/axe_audit.py), and the elements of one kind that axe decides get one
     verdict, one contrast ratio, one foreground and one background, so one of them speaks for all."""
-    visit = _Visit(browser, f"{base_url}/{KINDS_PAGE}")
+    visit = Visit(browser, f"{base_url}/{KINDS_PAGE}")
     try:
         visit.figures_ready(_figure_count(KINDS_PAGE))
         axe_audit.load(visit.page)
@@ -783,7 +586,7 @@ def test_the_colour_audit_of_kinds_decides_as_the_whole_page_does(browser: objec
 
 
 def test_a_request_that_leaves_the_machine_is_refused_and_recorded(browser: object, base_url: str) -> None:
-    visit = _Visit(browser, f"{base_url}/book/glossary.html")
+    visit = Visit(browser, f"{base_url}/book/glossary.html")
     try:
         visit.page.evaluate("() => fetch('https://example.org/x.js').catch(() => null)")
         visit.page.evaluate("() => fetch('data:text/plain,here').then(r => r.text())")
@@ -800,21 +603,21 @@ _STATE_JS = """() => ({theme: document.documentElement.dataset.theme, width: inn
 
 
 def test_a_kept_tab_gives_each_visit_what_a_new_context_gives(browser: object, base_url: str) -> None:
-    """The kept tab (:class:`_Tab`) between two visits: what the first left behind (dark mode and
+    """The kept tab (:class:`Tab`) between two visits: what the first left behind (dark mode and
     a value in the site's storage, a smaller window) is gone from the second, which fetches every
     file from the server: the page as a visit in a new context sees it, from the same files and
     bytes. A request that leaves the machine is the visit's under way."""
     url = f"{base_url}/book/references.html"  # no MathJax, whose fonts arrive when they arrive
-    tab = _Tab(browser, phone=False)
+    tab = Tab(browser, phone=False)
     try:
-        first = _Visit(browser, url, sizes=True, tab=tab)
+        first = Visit(browser, url, sizes=True, tab=tab)
         first.page.evaluate(
             "() => { localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');"
             " sessionStorage.setItem('left', 'behind'); }"
         )
         first.page.set_viewport_size({"width": 500, "height": 400})
         first.close()
-        second = _Visit(browser, url, sizes=True, tab=tab)
+        second = Visit(browser, url, sizes=True, tab=tab)
         try:
             second.page.wait_for_load_state("networkidle")
             kept = second.page.evaluate(_STATE_JS)
@@ -823,7 +626,7 @@ def test_a_kept_tab_gives_each_visit_what_a_new_context_gives(browser: object, b
             second.close()
     finally:
         tab.close()
-    fresh = _Visit(browser, url, sizes=True)
+    fresh = Visit(browser, url, sizes=True)
     try:
         fresh.page.wait_for_load_state("networkidle")
         new = fresh.page.evaluate(_STATE_JS)
@@ -985,7 +788,7 @@ def test_compact_figures_expand_to_the_same_numbers(browser: object) -> None:
 
 @pytest.mark.skipif(not ZH_PAGES, reason="the Chinese edition is not built (make book)")
 def test_language_switch_reaches_the_twin_page_and_back(browser: object, base_url: str, shots: Path | None) -> None:
-    visit = _Visit(browser, f"{base_url}/book/rope.html")
+    visit = Visit(browser, f"{base_url}/book/rope.html")
     page = visit.page
     try:
         assert page.evaluate("() => document.documentElement.lang") == "en"
@@ -1004,7 +807,7 @@ def test_language_switch_reaches_the_twin_page_and_back(browser: object, base_ur
 @pytest.mark.skipif(not ZH_PAGES, reason="the Chinese edition is not built (make book)")
 @pytest.mark.parametrize("query", ["旋转", "外推", "相对位置"])
 def test_chinese_search_finds_words_offline(query: str, browser: object, base_url: str) -> None:
-    visit = _Visit(browser, f"{base_url}/zh/search.html?q={query}")
+    visit = Visit(browser, f"{base_url}/zh/search.html?q={query}")
     page = visit.page
     try:
         page.wait_for_function(
