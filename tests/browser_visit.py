@@ -60,11 +60,11 @@ class Tab:
 
     def begin(self, visit: Visit, url: str) -> None:
         """Make the tab what a new context would be, for ``visit`` of ``url``."""
+        if not self.page.is_closed() and self.page.url != "about:blank" and not self.page.url.endswith(self.BLANK):
+            self._leave()  # a visit that was never ended
         if self.page.is_closed():  # a crashed renderer, or a visit that could not leave its page
             self.context.close()
             self._open()
-        elif self.page.url != "about:blank" and not self.page.url.endswith(self.BLANK):
-            self._leave()  # a visit that was never ended
         self.origin = "{0.scheme}://{0.netloc}".format(urlsplit(url))
         self.visit = visit
         self.page.set_viewport_size(PHONE if self.phone else DESKTOP)
