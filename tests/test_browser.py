@@ -451,7 +451,11 @@ def _dark_checks(visit: Visit, page_path: str, shots: Path | None, *, switched: 
             )
         except sync_api.TimeoutError:
             short.append("figures did not turn dark")
-    page.wait_for_timeout(300)
+    # the theme's switch starts CSS transitions (the search button's colours, 150 ms): axe read one
+    # half-way once, a busy machine's frames late, and found the light text on a dark button
+    page.wait_for_function(
+        "() => !document.getAnimations().some(a => a instanceof CSSTransition && a.playState === 'running')"
+    )
     if figures:
         name = re.sub(r"[/\\]", "__", page_path)
         screenshot(page, shots, f"{name}{'' if switched else '.opened'}.dark.png", full_page=True)
