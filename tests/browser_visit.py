@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 import axe_audit
 
-PHONE = {"width": 390, "height": 844}
+PHONE = {"width": 390, "height": 844}  # every browser test's two screens (test_figures_js, test_table_scroll)
 DESKTOP = {"width": 1280, "height": 900}
 IGNORED_ERRORS = {
     # sphinx-thebe 0.3.1 declares `const THEBE_JS_URL` in two inline scripts on every page

@@ -11,11 +11,10 @@ import json
 from pathlib import Path
 
 import pytest
+from browser_visit import DESKTOP, PHONE  # the browser tests' two screens
 
 ROOT = Path(__file__).resolve().parents[1]
 STATIC = ROOT / "posviz" / "sphinxext" / "static"
-PHONE = {"width": 390, "height": 844}
-DESKTOP = {"width": 1280, "height": 900}
 VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1">'
 # Counts the redraws the page script asks for (it calls Plotly.update and Plotly.relayout by name),
 # and the layout keys each relayout sets.

@@ -12,12 +12,11 @@ import json
 from pathlib import Path
 
 import pytest
+from browser_visit import DESKTOP, PHONE  # the browser tests' two screens
 
 ROOT = Path(__file__).resolve().parents[1]
 STATIC = ROOT / "posviz" / "sphinxext" / "static"
 SITE = ROOT / "_build" / "html"
-PHONE = {"width": 390, "height": 844}
-DESKTOP = {"width": 1280, "height": 900}
 VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1">'
 THEME = ".pst-scrollable-table-container { overflow-x: auto; } body { margin: 0 16px; font: 16px sans-serif; }"
 
