@@ -17,7 +17,7 @@ each kind; the colour rules run on it alone, in the same axe run as every other 
 text *incomplete* when it cannot tell its background (another element overlaps it, a scroll box
 hides part of it): a kind whose three representatives all come back incomplete is audited again
 on all its other elements (its SVG kinds aside: axe decides none of them). That a kind decides as
-each of its elements does is not assumed: tests/test_browser.py's
+each of its elements does is not assumed: tests/test_browser_dark.py's
 ``test_the_colour_audit_of_kinds_decides_as_the_whole_page_does`` runs the whole audit on a
 chapter page, light and dark, and finds one contrast ratio, foreground and background per kind,
 and every element axe judged in a kind.

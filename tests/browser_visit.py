@@ -1,10 +1,11 @@
-"""A page visited in headless Chromium for the browser tests (test_browser.py): every request,
+"""A page visited in headless Chromium for the browser tests (test_browser*.py): every request,
 console error and page error recorded, requests that leave the machine refused, and a worker's
 kept tab (:class:`Tab`) that gives each visit what a new browser context gives."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import axe_audit
@@ -76,7 +77,7 @@ class Tab:
         self._leave()
 
     def _leave(self) -> None:
-        from playwright.sync_api import Error  # imported here: test_browser.py skips without playwright
+        from playwright.sync_api import Error  # imported here: the browser tests skip without playwright
 
         try:
             self.page.goto(f"{self.origin}{self.BLANK}")
@@ -207,3 +208,30 @@ class Visit:
 
     def unexpected_errors(self) -> list[str]:
         return [e for e in self.errors if not any(known in e for known in IGNORED_ERRORS)]
+
+
+def click_slider_step(page: object, div_id: str, target: int, steps: int) -> None:
+    """Click the slider rail of figure ``div_id`` where step ``target`` sits, as a reader would."""
+    plot = page.locator(f"#{div_id}")
+    plot.scroll_into_view_if_needed()
+    rail = plot.locator(".slider-container .slider-rail-rect").first
+    ticks = plot.locator(".slider-container .slider-tick-rect")
+    assert ticks.count() == steps, f"{div_id}: {ticks.count()} slider ticks for {steps} steps"
+    tick, box = ticks.nth(target).bounding_box(), rail.bounding_box()
+    page.mouse.click(tick["x"] + tick["width"] / 2, box["y"] + box["height"] / 2)
+
+
+def bare_page(body: str, head: str = "") -> str:
+    """``body`` in a page with only plotly.js (the book's own bundle, built by ``npm ci``; else the
+    one the plotly package ships) and posviz's page script, figures.js; ``head`` goes first."""
+    from posviz.sphinxext._assets import PLOTLY_JS_DEFAULT, _figures_js
+
+    bundle = Path(__file__).resolve().parents[1] / PLOTLY_JS_DEFAULT
+    if bundle.exists():
+        plotly_js = bundle.read_text(encoding="utf-8")
+    else:
+        from plotly.offline import get_plotlyjs
+
+        plotly_js = get_plotlyjs()
+    scripts = f"<script>{plotly_js}</script><script>{_figures_js()}</script>"
+    return f"<html><head>{head}{scripts}</head><body>{body}</body></html>"

@@ -37,8 +37,8 @@ sys.modules.setdefault("rfc3987_syntax", None)  # None: its import fails at once
 
 # Test files that need the built book (_build/html) or a browser as a whole; other tests are
 # judged by the fixtures they ask for, or carry the marker themselves.
-BOOK_FILES = {"test_browser.py", "test_built_pages.py"}
-BROWSER_FILES = {"test_browser.py", "test_jupyterlab.py"}
+BOOK_FILES = {"test_browser.py", "test_browser_dark.py", "test_browser_phone.py", "test_built_pages.py"}
+BROWSER_FILES = {"test_browser.py", "test_browser_dark.py", "test_browser_phone.py", "test_jupyterlab.py"}
 BOOK_FIXTURES = {"site_url", "base_url"}  # fixtures that serve _build/html
 BROWSER_FIXTURES = {"browser"}
 _STARTED = time.monotonic()
@@ -218,6 +218,42 @@ def browser() -> Iterator[object]:
         yield chromium
         chromium.close()
 
+
+
+# --- the built book in the browser (test_browser*.py) --------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def base_url() -> Iterator[str]:
+    """The built book (tests/browser_pages.py's SITE: _build/html, or POSVIZ_SITE) on 127.0.0.1."""
+    from browser_pages import SITE
+
+    with serve(SITE) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def shots(request: pytest.FixtureRequest) -> Path | None:
+    """Where screenshots go, or ``None`` when none were asked for (:data:`SHOTS`)."""
+    return None if SHOTS is None else fresh_folder(request.config, SHOTS)  # emptied once, also under xdist
+
+
+@pytest.fixture(scope="session")
+def tabs(browser: object) -> Iterator[dict[str, object]]:
+    """This worker's kept tabs, ``desktop`` and ``phone`` (tests/browser_visit.py's ``Tab``),
+    opened when first asked for and shared by every test file of the session."""
+    from browser_visit import Tab
+
+    opened: dict[str, Tab] = {}
+
+    class Tabs(dict):
+        def __missing__(self, kind: str) -> Tab:
+            opened[kind] = self[kind] = Tab(browser, phone=kind == "phone")
+            return opened[kind]
+
+    yield Tabs()
+    for tab in opened.values():
+        tab.close()
 
 # --- the lab's tiny models (tests/test_lab*.py ask for these with pytest.mark.usefixtures) -------
 

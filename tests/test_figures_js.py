@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from browser_visit import DESKTOP, PHONE  # the browser tests' two screens
+from browser_visit import DESKTOP, PHONE, bare_page, click_slider_step  # the browser tests' two screens
 
 ROOT = Path(__file__).resolve().parents[1]
 STATIC = ROOT / "posviz" / "sphinxext" / "static"
@@ -168,3 +168,138 @@ def test_dark_from_the_start_is_one_draw_and_switches_back_to_the_light_figure(b
     finally:
         context.close()
     assert dark["paper"] != light["paper"]
+
+
+# Slider figures (posviz.plots.slider_figure) as the book stores them (posviz.sphinxext.plotly_html).
+
+
+def test_slider_and_view_buttons_are_independent(browser: object) -> None:
+    """posviz.plots.slider_figure in a bare page: the slider keeps the view, the view keeps the step."""
+    import json
+
+    import plotly.graph_objects as go
+
+    from posviz.plots import slider_figure
+    from posviz.sphinxext import plotly_html
+
+    steps = [(str(k), [go.Scatter(y=[k, k]), go.Scatter(y=[-k, -k])]) for k in range(3)]
+    fig = slider_figure(steps, slider_label="k", views=[("first", [0]), ("second", [1])])
+    body = plotly_html(json.loads(fig.to_json()))
+    context = browser.new_context(viewport={"width": 1000, "height": 700})
+    try:
+        page = context.new_page()
+        page.set_content(bare_page(body))
+        div_id = page.locator(".plotly-graph-div").get_attribute("id")
+        page.wait_for_selector(f"#{div_id} svg.main-svg")
+
+        def state() -> list[object]:
+            return page.evaluate(
+                "id => document.getElementById(id).data.map(t => [t.visible, Array.from(t.y)])", div_id
+            )
+
+        assert state() == [[True, [0, 0]], [False, [0, 0]]]
+        click_slider_step(page, div_id, 2, 3)
+        page.wait_for_function("id => document.getElementById(id).data[0].y[0] === 2", arg=div_id)
+        assert state() == [[True, [2, 2]], [False, [-2, -2]]]
+        page.locator(f"#{div_id} .updatemenu-button").nth(1).click()
+        page.wait_for_function("id => document.getElementById(id).data[1].visible === true", arg=div_id)
+        assert state() == [[False, [2, 2]], [True, [-2, -2]]]
+        click_slider_step(page, div_id, 1, 3)
+        page.wait_for_function("id => document.getElementById(id).data[0].y[0] === 1", arg=div_id)
+        assert state() == [[False, [1, 1]], [True, [-1, -1]]]
+        assert page.locator(f"#{div_id} .scatterlayer .trace").count() == 1  # only the shown view is drawn
+    finally:
+        context.close()
+
+
+def test_phone_titles_wrap_with_each_slider_step_and_come_back_whole(browser: object) -> None:
+    """On a phone a long title wraps; a slider step's new title wraps too; on a wide screen the
+    title is the current step's own (not the one the page opened with)."""
+    import json
+
+    import plotly.graph_objects as go
+
+    from posviz.plots import slider_figure
+    from posviz.sphinxext import plotly_html
+
+    def title(k: int) -> str:
+        return f"step {k}: a title far too long to fit on one line of a phone, with words to spare {k}"
+
+    steps = [(str(k), [go.Scatter(y=[k, k])], {"title.text": title(k)}) for k in range(3)]
+    body = plotly_html(json.loads(slider_figure(steps, slider_label="k").to_json()))
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    try:
+        page = context.new_page()
+        page.set_content(bare_page(body, head=VIEWPORT))  # a phone's own width
+        div_id = page.locator(".plotly-graph-div").get_attribute("id")
+        page.wait_for_function("id => document.getElementById(id).dataset.posvizReady", arg=div_id)
+        shown = f"() => document.getElementById('{div_id}').layout.title.text"
+        assert "<br>" in page.evaluate(shown) and page.evaluate(shown).replace("<br>", " ") == title(0)
+        click_slider_step(page, div_id, 2, 3)
+        page.wait_for_function(f"() => ({shown})().startsWith('step 2') && ({shown})().includes('<br>')")
+        assert page.evaluate(shown).replace("<br>", " ") == title(2)
+        page.set_viewport_size({"width": 1280, "height": 900})
+        page.wait_for_function(f"() => !({shown})().includes('<br>')")
+        assert page.evaluate(shown) == title(2)
+    finally:
+        context.close()
+
+
+def test_compact_figures_expand_to_the_same_numbers(browser: object) -> None:
+    """The page stores figures compactly (posviz.sphinxext): what plotly.js gets back is every
+    number exactly, or, where a template shows a fixed precision, a number shown the same."""
+    import json
+
+    import numpy as np
+    import plotly.graph_objects as go
+
+    from posviz.plots import slider_figure
+    from posviz.sphinxext import plotly_html
+
+    rng = np.random.default_rng(0)
+    exact = rng.normal(size=(3, 6, 5))  # no template: every digit is kept
+    short = np.round(rng.normal(size=(3, 6, 5)), 3)  # few decimals: stored as integers, exactly
+    shown = rng.normal(size=(3, 6, 5))  # hover shows 3 decimals
+    scales = rng.lognormal(sigma=4, size=(3, 40))  # hover shows 4 significant digits, many scales
+    repeated = np.round(rng.normal(size=(2, 50)), 2)  # steps 0 and 2 hold the same array
+    steps = [
+        (
+            str(k),
+            [
+                go.Heatmap(z=exact[k]),
+                go.Heatmap(z=short[k], hovertemplate="%{z}"),
+                go.Heatmap(z=shown[k], hovertemplate="%{z:.3f}<extra></extra>"),
+                go.Scatter(y=scales[k], hovertemplate="%{y:.4g}"),
+                go.Scatter(y=repeated[k % 2]),
+            ],
+        )
+        for k in range(3)
+    ]
+    fig = json.loads(slider_figure(steps, slider_label="k").to_json())
+    body = plotly_html(fig)
+    assert len(body) < len(json.dumps(fig)) / 2
+    assert '"posviz_decimals"' in body and '"posviz_same"' in body
+    context = browser.new_context(viewport={"width": 1000, "height": 700})
+    try:
+        page = context.new_page()
+        page.set_content(bare_page(body))
+        div_id = page.locator(".plotly-graph-div").get_attribute("id")
+        page.wait_for_selector(f"#{div_id}[data-posviz-ready]")
+        got = page.evaluate(
+            """id => {
+                const gd = document.getElementById(id);
+                const list = a => (a ? Array.from(a, r => (r.length !== undefined ? Array.from(r) : r)) : a);
+                const steps = gd.layout.sliders[0].steps.map(s => Object.fromEntries(
+                    Object.entries(s.args[0]).map(([k, v]) => [k, v.map(list)])));
+                return {data: gd.data.map(t => list(t.z || t.y)), steps};
+            }""",
+            div_id,
+        )
+    finally:
+        context.close()
+    assert got["data"] == [exact[0].tolist(), short[0].tolist(), got["data"][2], got["data"][3], repeated[0].tolist()]
+    for k, step in enumerate(got["steps"]):
+        z, y = step["z"], step["y"]
+        assert z[0] == exact[k].tolist() and z[1] == short[k].tolist() and y[4] == repeated[k % 2].tolist()
+        assert [f"{v:.3f}" for v in np.ravel(z[2])] == [f"{v:.3f}" for v in shown[k].ravel()]
+        assert [float(f"{v:.4g}") for v in y[3]] == [float(f"{v:.4g}") for v in scales[k]]
