@@ -1,15 +1,23 @@
-"""No module of posviz, tools or tests binds a top-level name twice.
+"""No module of posviz, tools or tests binds a top-level name twice; no module of tests or tools
+takes the name of a module Python or an installed package already has.
 
 A second binding replaces the first for every later reader of the name, while an f-string or a
 default argument built before it keeps the first: test_browser.py once held two ``_STATE_JS``, and
 its page test compared each figure, after a slider click, with the other test's state (a page's
 theme and storage), so that every slider passed, the broken ones too. ruff's F811 sees only a
 redefinition that nothing used in between.
+
+The tests' helper modules are imported by their bare names (pytest puts tests/ first on the path,
+conftest.py puts tools/ there too): one named like a package, such as ``jupyterlab_server.py``,
+hides that package from everything the run imports, and JupyterLab's test skipped itself as "not
+installed" when a helper was first given that name.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.metadata
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,3 +52,16 @@ def test_no_module_binds_a_top_level_name_twice() -> None:
     assert len(modules) > 100, len(modules)
     found = {str(p.relative_to(ROOT)): at for p in modules if (at := twice_bound(p.read_text(encoding="utf-8")))}
     assert not found, found
+
+
+def shadowing(stems: list[str]) -> list[str]:
+    """The module names among ``stems`` that the standard library or an installed package has."""
+    taken = set(sys.stdlib_module_names) | set(importlib.metadata.packages_distributions())
+    return sorted(set(stems) & taken)
+
+
+def test_no_helper_module_hides_a_module_of_python_or_of_an_installed_package() -> None:
+    assert shadowing(["jupyterlab_server", "json", "browser_pages"]) == ["json", "jupyterlab_server"]
+    stems = [p.stem for folder in ("tests", "tools") for p in (ROOT / folder).glob("*.py")]
+    assert "conftest" in stems and len(stems) > 50, stems
+    assert not shadowing(stems)
