@@ -47,8 +47,8 @@ PYTEST = env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
 # from the kept tabs on had a page test whose slider check passed every slider (two _STATE_JS);
 # with the check working again, on a later machine (make check 102-103 s there, against 69-72 s
 # that morning), 639 s (1,235 s of CPU) in the checkout before the fix and 610 s (10 m 27 s in all,
-# 1,176 s of CPU) in a fresh clone after it: this machine's speed drifts by up to 45 % between
-# sessions and 30 % within a few hours, so compare runs made together.
+# 1,176 s of CPU) and 621 s (10 m 42 s, 1,202 s) in fresh clones after it: this machine's speed
+# drifts by up to 45 % between sessions and 30 % within a few hours, so compare runs made together.
 # TEST_GOAL is issue 25's 8 minutes for all of `make test`, less lint and set-up.
 # CHECK_GOAL is issue 25's 2 minutes; CHECK_BUDGET leaves room for a slow day (179 and 183 s here
 # on 2 December, 126 and 134 s after the fourth round, 68 and 82 s on 6 December, 69-72 s on 7 December,
