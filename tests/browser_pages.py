@@ -8,6 +8,7 @@ import os
 import re
 from pathlib import Path
 
+import pytest
 from browser_visit import Visit
 from conftest import screenshot
 
@@ -15,6 +16,18 @@ ROOT = Path(__file__).resolve().parents[1]
 # POSVIZ_SITE lets an author check a partial build (e.g. one chapter) elsewhere.
 SITE = Path(os.environ.get("POSVIZ_SITE", ROOT / "_build" / "html"))
 CHROMIUM = "/usr/bin/chromium"
+
+
+def needs_browser_and_site() -> object:
+    """Skip the calling test module, as it is imported, where Playwright, Debian's Chromium or the
+    built book is missing (with the reason); else Playwright's sync API."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium)", allow_module_level=True)
+    if not (SITE / "index.html").exists():
+        pytest.skip(f"{SITE} is not built: run `make book` first", allow_module_level=True)
+    return sync_api
+
 
 PAGES = sorted(
     path.relative_to(SITE).as_posix()

@@ -20,7 +20,6 @@ import pytest
 import selfcheck_drive
 from browser_pages import (
     API_PAGES,
-    CHROMIUM,
     COLOURS_READ_ON_THE_TWIN,
     PAGES,
     SELF_CHECK_PAGES,
@@ -30,9 +29,10 @@ from browser_pages import (
     dark_checks,
     figure_count,
     has_math,
+    needs_browser_and_site,
     source,
 )
-from browser_visit import DESKTOP, Tab, Visit, bare_page, click_slider_step
+from browser_visit import Tab, Visit, bare_page, click_slider_step, new_context
 from conftest import screenshot
 
 RAW_MATH = ("$$", "\\(", "\\)", "\\[", "\\]")
@@ -46,11 +46,7 @@ MAX_FIRST_VISIT = 2_425_000
 MAX_HTML = 1_500_000
 
 pytestmark = pytest.mark.browser
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-if not Path(CHROMIUM).exists():
-    pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium)", allow_module_level=True)
-if not (SITE / "index.html").exists():
-    pytest.skip(f"{SITE} is not built: run `make book` first", allow_module_level=True)
+sync_api = needs_browser_and_site()
 
 
 def test_the_build_has_pages_math_and_slider_figures() -> None:
@@ -124,7 +120,7 @@ def test_the_slider_check_finds_a_slider_that_does_nothing(browser: object) -> N
         return plotly_html(fig, key=method)
 
     body = figure("update") + figure("skip")  # the working figure first, then the broken one
-    context = browser.new_context(viewport=DESKTOP)
+    context = new_context(browser, phone=False)
     try:
         page = context.new_page()
         page.set_content(bare_page(body))

@@ -14,23 +14,18 @@ from pathlib import Path
 import axe_audit
 import pytest
 from browser_pages import (
-    CHROMIUM,
     DARK_FROM_THE_START,
     DARK_PAPER,
-    SITE,
     SWITCHED_TO_DARK,
     dark_checks,
     figure_count,
+    needs_browser_and_site,
     source,
 )
 from browser_visit import Visit
 
 pytestmark = pytest.mark.browser
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-if not Path(CHROMIUM).exists():
-    pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium)", allow_module_level=True)
-if not (SITE / "index.html").exists():
-    pytest.skip(f"{SITE} is not built: run `make book` first", allow_module_level=True)
+needs_browser_and_site()
 
 
 @pytest.mark.parametrize("page_path", DARK_FROM_THE_START)

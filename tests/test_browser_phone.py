@@ -11,18 +11,14 @@ import re
 from pathlib import Path
 
 import pytest
-from browser_pages import API_PAGES, CHROMIUM, FIGURE_PAGES, PAGES, SITE, figure_count
+from browser_pages import API_PAGES, FIGURE_PAGES, PAGES, figure_count, needs_browser_and_site
 from browser_visit import PHONE, Tab, Visit
 from conftest import screenshot
 
 MIN_PLOT_SHARE = 0.6  # of the figure's width, for every panel's plot area
 
 pytestmark = pytest.mark.browser
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-if not Path(CHROMIUM).exists():
-    pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium)", allow_module_level=True)
-if not (SITE / "index.html").exists():
-    pytest.skip(f"{SITE} is not built: run `make book` first", allow_module_level=True)
+sync_api = needs_browser_and_site()
 
 # Each panel's plot area as a share of its figure's width, and whether anything sticks out.
 _PHONE_JS = """() => [...document.querySelectorAll('.js-plotly-plot')].map(gd => {

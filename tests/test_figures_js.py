@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from browser_visit import DESKTOP, PHONE, bare_page, click_slider_step  # the browser tests' two screens
+from browser_visit import DESKTOP, PHONE, bare_page, click_slider_step, new_context
 
 ROOT = Path(__file__).resolve().parents[1]
 STATIC = ROOT / "posviz" / "sphinxext" / "static"
@@ -91,10 +91,7 @@ def page_html() -> str:
 
 
 def _open(browser: object, html: str, *, phone: bool = False, dark: bool = False) -> tuple[object, object]:
-    if phone:
-        context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
-    else:
-        context = browser.new_context(viewport=DESKTOP)
+    context = new_context(browser, phone=phone)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda err: errors.append(str(err)))
@@ -185,12 +182,9 @@ def test_slider_and_view_buttons_are_independent(browser: object) -> None:
     steps = [(str(k), [go.Scatter(y=[k, k]), go.Scatter(y=[-k, -k])]) for k in range(3)]
     fig = slider_figure(steps, slider_label="k", views=[("first", [0]), ("second", [1])])
     body = plotly_html(json.loads(fig.to_json()))
-    context = browser.new_context(viewport={"width": 1000, "height": 700})
+    context, page = _open(browser, bare_page(body))
     try:
-        page = context.new_page()
-        page.set_content(bare_page(body))
         div_id = page.locator(".plotly-graph-div").get_attribute("id")
-        page.wait_for_selector(f"#{div_id} svg.main-svg")
 
         def state() -> list[object]:
             return page.evaluate(
@@ -227,12 +221,9 @@ def test_phone_titles_wrap_with_each_slider_step_and_come_back_whole(browser: ob
 
     steps = [(str(k), [go.Scatter(y=[k, k])], {"title.text": title(k)}) for k in range(3)]
     body = plotly_html(json.loads(slider_figure(steps, slider_label="k").to_json()))
-    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    context, page = _open(browser, bare_page(body, head=VIEWPORT), phone=True)  # a phone's own width
     try:
-        page = context.new_page()
-        page.set_content(bare_page(body, head=VIEWPORT))  # a phone's own width
         div_id = page.locator(".plotly-graph-div").get_attribute("id")
-        page.wait_for_function("id => document.getElementById(id).dataset.posvizReady", arg=div_id)
         shown = f"() => document.getElementById('{div_id}').layout.title.text"
         assert "<br>" in page.evaluate(shown) and page.evaluate(shown).replace("<br>", " ") == title(0)
         click_slider_step(page, div_id, 2, 3)
@@ -279,12 +270,9 @@ def test_compact_figures_expand_to_the_same_numbers(browser: object) -> None:
     body = plotly_html(fig)
     assert len(body) < len(json.dumps(fig)) / 2
     assert '"posviz_decimals"' in body and '"posviz_same"' in body
-    context = browser.new_context(viewport={"width": 1000, "height": 700})
+    context, page = _open(browser, bare_page(body))
     try:
-        page = context.new_page()
-        page.set_content(bare_page(body))
         div_id = page.locator(".plotly-graph-div").get_attribute("id")
-        page.wait_for_selector(f"#{div_id}[data-posviz-ready]")
         got = page.evaluate(
             """id => {
                 const gd = document.getElementById(id);
