@@ -8,8 +8,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
-BOOK_FLAGS ?= -W -n --keep-going
-# pytest-xdist workers: one per core, at most 4 (each browser test worker runs its own Chromium)
+# pytest-xdist workers and Sphinx's build processes: one per core, at most 4 (each browser test
+# worker runs its own Chromium)
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 # --dist load, not loadgroup: pytest-xdist 3.8's xdist_group marker does nothing under pytest 9.2
 # (xdist renames item._nodeid; pytest 9.2 reads item._id). A conftest scheduler that kept the
@@ -97,11 +97,12 @@ PLOTLY_BUNDLE := node_modules/.posviz/plotly-book.min.js
 $(PLOTLY_BUNDLE): tools/plotly_bundle.mjs node_modules/.package-lock.json
 	node tools/plotly_bundle.mjs $@
 
+# tools/build_book.py: what `jupyter-book build . --all -W -n --keep-going` builds (every page re-read, so
+# a warning on an unchanged page fails again; execution stays cached), then the Chinese edition
+# (_build/html/zh) from locale/zh_CN with the same execution cache, each in $(JOBS) Sphinx
+# processes (jupyter-book's command line cannot ask for them).
 book: $(VENV)/.book _build/.posviz-stamp $(PLOTLY_BUNDLE)
-	@# --all re-reads every page, so a warning on an unchanged page fails again; execution stays cached
-	$(BIN)/jupyter-book build . --all $(BOOK_FLAGS)
-	@# the Chinese edition (_build/html/zh) from locale/zh_CN: same sources, same execution cache
-	$(BIN)/python tools/i18n.py html
+	$(BIN)/python tools/build_book.py --jobs $(JOBS)
 	touch _build/.book-stamp
 
 # What the book is built from: `make test` rebuilds it only when one of these is newer than the

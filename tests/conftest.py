@@ -37,7 +37,13 @@ sys.modules.setdefault("rfc3987_syntax", None)  # None: its import fails at once
 
 # Test files that need the built book (_build/html) or a browser as a whole; other tests are
 # judged by the fixtures they ask for, or carry the marker themselves.
-BOOK_FILES = {"test_browser.py", "test_browser_dark.py", "test_browser_phone.py", "test_built_pages.py"}
+BOOK_FILES = {
+    "test_browser.py",
+    "test_browser_dark.py",
+    "test_browser_phone.py",
+    "test_built_pages.py",
+    "test_built_sphinx_words.py",
+}
 BROWSER_FILES = {"test_browser.py", "test_browser_dark.py", "test_browser_phone.py", "test_jupyterlab.py"}
 BOOK_FIXTURES = {"site_url", "base_url"}  # fixtures that serve _build/html
 BROWSER_FIXTURES = {"browser"}

@@ -6,7 +6,7 @@ page), so code cells and figures exist once and a code change reaches both editi
 build.
 
     python tools/i18n.py update   # English prose changed: refresh the catalogs (make translations)
-    python tools/i18n.py html     # build the Chinese edition into _build/html/zh/ (make book)
+    python tools/i18n.py html     # build the Chinese edition into _build/html/zh/ (make book: --jobs)
     python tools/i18n.py check    # catalog statistics; exit 1 on untranslated or fuzzy messages
 
 ``update`` extracts the messages (Sphinx's ``gettext`` builder, outputs not executed) and merges
@@ -51,8 +51,19 @@ EDITION_CONFIG = {
 }
 
 
-def sphinx(builder: str, outdir: Path, doctrees: Path, overrides: dict, strict: bool, force_all: bool = False) -> int:
-    """Build the book with jupyter-book's Sphinx wrapper and ``_config.yml``, plus ``overrides``."""
+def sphinx(
+    builder: str,
+    outdir: Path,
+    doctrees: Path,
+    overrides: dict,
+    strict: bool,
+    force_all: bool = False,
+    jobs: int = 1,
+    freshenv: bool = False,
+) -> int:
+    """Build the book with jupyter-book's Sphinx wrapper and ``_config.yml``, plus ``overrides``,
+    in ``jobs`` processes (tools/build_book.py); ``freshenv``: every page read again, as
+    ``jupyter-book build --all`` does."""
     from jupyter_book.sphinx import build_sphinx
 
     config = {
@@ -75,6 +86,8 @@ def sphinx(builder: str, outdir: Path, doctrees: Path, overrides: dict, strict: 
         warningiserror=strict,
         keep_going=strict,
         force_all=force_all,
+        jobs=jobs,
+        freshenv=freshenv,
     )
     return result if isinstance(result, int) else 1
 
@@ -288,8 +301,9 @@ def update() -> int:
     return check(strict=False)
 
 
-def html() -> int:
-    """Build each translation in its own folder, then copy it into the English site.
+def html(jobs: int = 1) -> int:
+    """Build each translation in its own folder (in ``jobs`` processes), then copy it into the
+    English site.
 
     (myst-nb writes executed notebooks beside the output folder, so building straight into
     ``_build/html/zh`` would leave a ``jupyter_execute`` folder in the English site.)
@@ -300,7 +314,7 @@ def html() -> int:
         config = {"language": language, **EDITION_CONFIG.get(language, {})}
         # every page re-read (as `make book` does for English): a figure's or a self-check's
         # translation changes no source file, and execution stays cached
-        rc |= sphinx("html", out, BUILD / language / ".doctrees", config, True, force_all=True)
+        rc |= sphinx("html", out, BUILD / language / ".doctrees", config, True, force_all=True, jobs=jobs)
         site = BUILD / "html" / folder
         shutil.rmtree(site, ignore_errors=True)
         shutil.copytree(out, site)
@@ -340,8 +354,13 @@ def check(strict: bool = True) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["update", "html", "check"])
+    parser.add_argument("--jobs", type=int, default=1, help="html: Sphinx's worker processes (default 1)")
     args = parser.parse_args(argv)
-    return {"update": update, "html": html, "check": check}[args.command]()
+    if args.jobs < 1:
+        parser.error(f"--jobs must be 1 or more, not {args.jobs}")
+    if args.command == "html":
+        return html(args.jobs)
+    return {"update": update, "check": check}[args.command]()
 
 
 if __name__ == "__main__":

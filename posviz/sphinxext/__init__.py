@@ -31,17 +31,19 @@ except ImportError as err:  # pragma: no cover - depends on the environment
 
 from typing import Any
 
-from . import _assets, _citations, _translated_math
+from . import _assets, _build_speed, _citations, _translated_math
 from ._mime import MIME_PRIORITY_OVERRIDES, PlotlyNbRenderer, plotly_html, plotly_nodes
 
 
 def setup(app: Any) -> dict[str, Any]:
     """Register the extension (``sphinx: extra_extensions: [posviz.sphinxext]``): the offline
     assets (:mod:`._assets`), translated equations that survive the build
-    (:mod:`._translated_math`) and citations in the edition's language (:mod:`._citations`)."""
+    (:mod:`._translated_math`), citations in the edition's language (:mod:`._citations`), and a
+    build that can run in parallel with a fast Chinese search index (:mod:`._build_speed`)."""
     metadata = _assets.setup(app)
     _translated_math.setup(app)
     _citations.setup(app)
+    _build_speed.setup(app)
     return metadata
 
 
