@@ -13,7 +13,7 @@ import json
 import re
 
 import pytest
-from test_i18n import _every_chapter_figure, _explorers, _texts
+from i18n_cases import _every_chapter_figure, _explorers, _texts
 
 import posviz.i18n as i18n
 from posviz.i18n import set_language, translate_figure

@@ -1,4 +1,10 @@
-"""posviz.i18n: figure text in the reader's language, and the figures of every chapter in Chinese."""
+"""posviz.i18n: figure text in the reader's language: the language, its catalogs and the
+formatting of a message, figures recorded in English and translated as rendered (issue 21), and
+text pieces joined by the language's rules (issue 26).
+
+The figures of every chapter in Chinese are tested in test_i18n_chapters.py; the helpers both
+files share (test_figure_notation.py too) live in i18n_cases.py.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import re
 
 import plotly.graph_objects as go
 import pytest
+from i18n_cases import json_copy
 
 import posviz.i18n as i18n
 from posviz.i18n import N_, catalog, messages_in, set_language, tr, translatable, translate_figure
@@ -88,101 +95,6 @@ def test_a_translatable_figure_records_and_is_translated_as_rendered() -> None:
 def test_translation_replaces_whole_words_only() -> None:
     fig = {"layout": {"meta": {i18n.META_KEY: {"position p": ["position p", {}]}}, "title": {"text": "position pp"}}}
     assert translate_figure(fig, "zh_CN")["layout"]["title"]["text"] == "position pp"
-
-
-# One figure of each chapter, drawn in English and rendered in Chinese: every label it records
-# has a translation, and no English word of a recorded label is left in the figure's text.
-def _figures():
-    from posviz.lab.figures import perplexity_figure
-    from posviz.lab.results import load_published
-    from posviz.plots.alibi import alibi_slopes_figure
-    from posviz.plots.attention import scale_figure
-    from posviz.plots.learned import learned_cost_figure
-    from posviz.plots.relative import t5_bucket_figure
-    from posviz.plots.rope import rope_angle_figure
-    from posviz.plots.sinusoidal import sinusoidal_waves_figure
-
-    return {
-        "attention": lambda: scale_figure(),
-        "sinusoidal": lambda: sinusoidal_waves_figure(),
-        "learned": lambda: learned_cost_figure(),
-        "relative": lambda: t5_bucket_figure(),
-        "rope": lambda: rope_angle_figure(),
-        "alibi": lambda: alibi_slopes_figure(),
-        "extrapolation": lambda: perplexity_figure(load_published()),
-    }
-
-
-def _texts(value, key=""):
-    """The strings a reader sees in a figure dict (titles, names, labels, hover text, ticks)."""
-    if isinstance(value, str):
-        if key in {"text", "name", "label", "prefix", "hovertemplate", "title", "hovertext", "ticktext"}:
-            yield value
-    elif isinstance(value, list):
-        for v in value:
-            yield from _texts(v, key)
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield from _texts(v, k if k not in ("args", "steps", "buttons", "annotations") else key or k)
-
-
-@pytest.mark.parametrize("chapter", list(_figures()))
-def test_every_label_of_a_chapter_figure_is_in_chinese(chapter: str) -> None:
-    fig = _figures()[chapter]().to_dict()
-    record = fig["layout"]["meta"][i18n.META_KEY]
-    zh_catalog = catalog("zh_CN")
-    missing = sorted({msgid for msgid, _ in record.values() if re.search("[A-Za-z]{3,}", msgid)} - set(zh_catalog))
-    assert not missing, f"{chapter}: labels without a translation: {missing}"
-    zh = translate_figure(fig, "zh_CN")
-    left = [
-        english
-        for english, (msgid, _) in record.items()
-        if re.search("[A-Za-z]{3,}", msgid) and zh_catalog[msgid] != msgid
-        for text in _texts(zh)
-        if re.search(r"(?<![A-Za-z0-9_])" + re.escape(english) + r"(?![A-Za-z0-9_])", text)
-    ]
-    assert not left, f"{chapter}: English labels left in the Chinese figure: {sorted(set(left))[:5]}"
-    assert any(re.search(r"[\u4e00-\u9fff]", t) for t in _texts(zh))
-
-
-def _explorers():
-    from posviz.learned import WindowMaxConfig
-    from posviz.widgets.alibi import alibi_explorer
-    from posviz.widgets.attention import attention_explorer
-    from posviz.widgets.learned import learned_explorer
-    from posviz.widgets.models import models_explorer
-    from posviz.widgets.relative import relative_explorer
-    from posviz.widgets.rope import rope_explorer
-    from posviz.widgets.sinusoidal import sinusoidal_explorer
-    from posviz.widgets.vision import vision_explorer
-
-    small = WindowMaxConfig(steps=20, checkpoints=(0, 10, 20), probe=16)  # as tests/test_widgets_learned.py
-    return {
-        "alibi": alibi_explorer,
-        "attention": attention_explorer,
-        "learned": lambda: learned_explorer(max_lens=(8, 12), dims=(4, 6), seeds=(0,), config=small, max_len=12, dim=6),
-        "models": models_explorer,
-        "relative": relative_explorer,
-        "rope": rope_explorer,
-        "sinusoidal": sinusoidal_explorer,
-        "vision": vision_explorer,
-    }
-
-
-@pytest.mark.parametrize("chapter", list(_explorers()))
-def test_explorers_speak_chinese_after_set_language(chapter: str) -> None:
-    """What a Chinese notebook's setup cell does (posviz.set_language("zh_CN")): the explorer's
-    controls and its figure's titles are drawn in Chinese."""
-    set_language("zh_CN")
-    box = _explorers()[chapter]()
-    descriptions = [c.description for c in box.controls.values()]
-    assert any(re.search(r"[\u4e00-\u9fff]", d) for d in descriptions), descriptions
-    texts = list(_texts(box.figure.to_dict()))
-    assert any(re.search(r"[\u4e00-\u9fff]", t) for t in texts), texts[:10]
-    ui_words = _english_ui_words()
-    shown = {i18n.plain_text(t, "zh_CN") for t in texts} | set(descriptions)
-    problems = {t[:60]: p for t in sorted(shown) if (p := _problems(t, ui_words))}
-    assert not problems, problems
 
 
 @translatable
@@ -298,12 +210,6 @@ def test_a_message_is_replaced_only_at_the_start_of_a_word() -> None:
         assert translate_figure(fig, "zh_CN")["layout"]["title"]["text"] == expected, text
 
 
-def json_copy(value):
-    import json
-
-    return json.loads(json.dumps(value))
-
-
 # --- what translate_figure rewrites: text a reader sees, never ids or enumerations (issue 21) ---
 
 
@@ -400,163 +306,6 @@ def test_tidy_spaces_chinese_by_its_rules() -> None:
     assert i18n.tidy("截断后 偏移，位置 0 … 11", "zh_CN") == "截断后偏移，位置 0 … 11"
     assert i18n.tidy("第 150 步：基数 10000", "zh_CN") == "第 150 步：基数 10000"
     assert i18n.tidy("a  b ( c )", "en") == "a b ( c )"
-
-
-# --- every figure of every chapter, in Chinese: its text and its description (issue 26) ---
-
-
-def _every_chapter_figure():
-    """Each figure a chapter draws, as the chapter calls it (the learned chapter's on a small run)."""
-    from posviz.learned import WindowMaxConfig, train_window_max
-    from posviz.plots import alibi, attention, learned, relative, rope, sinusoidal
-
-    run = train_window_max(WindowMaxConfig(max_len=12, dim=8, steps=20, checkpoints=(0, 10, 20), probe=16))
-    figures = {
-        "alibi-slopes": lambda: alibi.alibi_slopes_figure(range(2, 17), active_heads=12),
-        "alibi-bias": lambda: alibi.alibi_bias_figure(num_heads=8, length=12),
-        "alibi-window": lambda: alibi.alibi_window_figure(num_heads=8, lengths=(32, 256, 2048), mass=0.9),
-        "attention-scale": attention.scale_figure,
-        "attention-permutation": attention.permutation_figure,
-        "learned-cost": learned.learned_cost_figure,
-        "learned-table": lambda: learned.learned_table_figure(run),
-        "learned-similarity": lambda: learned.learned_similarity_figure(run),
-        "learned-attention": lambda: learned.learned_attention_figure(run),
-        "relative-clipped": lambda: relative.clipped_positions_figure(length=16),
-        "relative-xl": relative.transformer_xl_terms_figure,
-        "relative-t5-buckets": relative.t5_bucket_figure,
-        "relative-t5-attention": relative.t5_attention_figure,
-        "rope-rotation": lambda: rope.rope_rotation_figure(dim=128, base=10000.0, pairs=(0, 8, 16, 63), offset=4),
-        "rope-angle": lambda: rope.rope_angle_figure(dim=128, bases=(100.0, 10000.0, 500000.0)),
-        "rope-scores": lambda: rope.rope_score_matrix_figure(dim=64, length=40),
-        "rope-decay": rope.rope_decay_figure,
-        "sinusoidal-heatmap": sinusoidal.sinusoidal_heatmap_figure,
-        "sinusoidal-waves": sinusoidal.sinusoidal_waves_figure,
-        "sinusoidal-binary": sinusoidal.binary_counter_figure,
-        "sinusoidal-similarity": sinusoidal.sinusoidal_similarity_figure,
-        "sinusoidal-extrapolation": sinusoidal.sinusoidal_extrapolation_figure,
-    }
-    import json
-
-    return {name: json.loads(make().to_json()) for name, make in figures.items()}
-
-
-@pytest.fixture(scope="module")
-def chapter_figures():
-    set_language("en")  # made in English, as the book's execution caches them
-    return _every_chapter_figure()
-
-
-CJK_CHAR = "\u3400-\u4dbf\u4e00-\u9fff"
-SENTENCE_WORDS = {"the", "hungry", "dog", "bites", "man"}  # the attention chapter's example sentence (data)
-FULL_WIDTH = "，。：；！？、（）《》“”"
-
-
-def _english_ui_words() -> set[str]:
-    """Words of the figures' English messages that no translation keeps (names such as RoPE,
-    ALiBi, softmax or clip appear in the translations too, so they are not UI words)."""
-    from babel.messages.pofile import read_po
-
-    def words(text: str) -> set[str]:
-        text = re.sub(r"%\{[^}]*\}|\{[^}]*\}|<[^>]+>", " ", text)
-        return {w.lower() for w in re.findall(r"(?<![\w_])[A-Za-z]{3,}(?![\w_])", text)}
-
-    english, kept = set(), set()
-    for po in sorted((i18n.LOCALE / "zh_CN" / "LC_MESSAGES").glob("**/*.po")):
-        if po.parent.name == "selfcheck":
-            continue
-        with po.open("rb") as f:
-            for m in read_po(f):
-                if m.id and m.string:
-                    english |= words(m.id)
-                    kept |= words(m.string)
-    return english - kept
-
-
-def _problems(text: str, ui_words: set[str]) -> list[str]:
-    problems = []
-    if re.search(r"(?<![\w′)\]])_|_(?![\w(])", text):
-        problems.append("a stray _")
-    if m := re.search(rf"\s[{FULL_WIDTH}]|[（“]\s", text):
-        problems.append(f"a space by full-width punctuation: {text[max(0, m.start() - 8) : m.end() + 8]!r}")
-    if m := re.search(rf"[{CJK_CHAR}]\s+[{CJK_CHAR}]", text):
-        problems.append(f"a space between Chinese characters: {text[max(0, m.start() - 8) : m.end() + 8]!r}")
-    if m := re.search(r"(?<![\w.,-])\d{1,3}(?:[, \u2009\u202f]\d{3})+(?![\w,])|\d %(?!\{)", text):
-        problems.append(f"a number with a separator: {m.group(0)!r}")  # Chinese writes 10000 and 90%
-    bare = re.sub(r"“[^”]*”", " ", text)  # a quoted example sentence is data, not UI
-    bare = re.sub(r"%\{[^}]*\}", " ", bare)  # Plotly's %{text}, %{x:,}: placeholders, not words
-    words = re.findall(r"(?<![\w_])[A-Za-z]{3,}(?![\w_])", bare)
-    left = sorted({w for w in words if w.lower() in ui_words and w not in SENTENCE_WORDS})
-    if left:
-        problems.append(f"English UI words {left}")
-    return problems
-
-
-def test_every_chapter_figure_reads_as_chinese(chapter_figures) -> None:
-    """Each figure translated as the Chinese page renders it: its description (the page's
-    'figure in words') and every text a reader sees have no stray _, no space before or after
-    full-width punctuation or between Chinese characters, and no English word of the UI."""
-    from posviz.sphinxext._describe import describe_figure
-
-    ui_words = _english_ui_words()
-    assert {"position", "head", "weight", "sinusoidal", "slider"} <= ui_words  # the vocabulary is real
-    found = {}
-    for name, figure in chapter_figures.items():
-        zh = translate_figure(json_copy(figure), "zh_CN")
-        title, words = describe_figure(zh, "zh_CN")
-        problems = _problems(title, ui_words) + _problems(words, ui_words)
-        texts = {i18n.plain_text(t, "zh_CN") for t in _texts(zh)}
-        problems += [f"{p} in {t[:60]!r}" for t in sorted(texts) for p in _problems(t, ui_words)]
-        if problems:
-            found[name] = problems[:4]
-    assert not found, found
-
-
-def test_the_lab_figures_descriptions_read_as_chinese() -> None:
-    """The extrapolation chapter's figures, from the published results: their descriptions pass
-    the same checks (their own texts are checked with the lab's figures)."""
-    import json
-
-    from posviz.lab import figures as lab
-    from posviz.lab.results import load_published
-    from posviz.sphinxext._describe import describe_figure
-
-    results = load_published()
-    ui_words = _english_ui_words()
-    found = {}
-    names = ("perplexity_figure", "perplexity_at_length_figure", "paired_difference_figure", "cost_figure")
-    for name in (*names, "inference_at_length_figure"):
-        zh = translate_figure(json.loads(getattr(lab, name)(results).to_json()), "zh_CN")
-        title, words = describe_figure(zh, "zh_CN")
-        if problems := _problems(title, ui_words) + _problems(words, ui_words):
-            found[name] = problems
-    assert not found, found
-
-
-def test_every_chapter_figure_described_in_english_has_no_stray_marks(chapter_figures) -> None:
-    from posviz.sphinxext._describe import describe_figure
-
-    for name, figure in chapter_figures.items():
-        title, words = describe_figure(json_copy(figure), "en")
-        assert not re.search(r"(?<![\w′)\]])_|_(?![\w(])", title + " " + words), (name, words)
-        assert not re.search(r"[\u4e00-\u9fff]", words), name
-
-
-def test_the_checks_see_each_reported_defect() -> None:
-    """The reviewers' examples (issue 26) fail the checks above."""
-    ui = {"position", "sinusoidal"}
-    for bad in (
-        "0.5 _max |权重…|",
-        "4 (L = 2048) _长行规则",
-        "截断后 偏移",
-        "注意力 权重 （0.5 及以上 为黄色）",
-        "12 个头： 8 头的斜率 ，再隔一取一",
-        "no position 1.4e-16 · sinusoidal 0.56",
-        "基数 10 000",
-        "从 10 到 100,000",
-        "90 % 窗口",
-    ):
-        assert _problems(bad, ui), bad
-    assert _problems("可学习的位置表，L_max × d（d = 768）；o′_m − o_(π(m))；GPT-3 175B；90%；10000", ui) == []
 
 
 def test_join_list_writes_an_english_list() -> None:
