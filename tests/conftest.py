@@ -42,6 +42,7 @@ BOOK_FILES = {
     "test_browser_dark.py",
     "test_browser_phone.py",
     "test_built_pages.py",
+    "test_built_pages_wording.py",
     "test_built_sphinx_words.py",
 }
 BROWSER_FILES = {"test_browser.py", "test_browser_dark.py", "test_browser_phone.py", "test_jupyterlab.py"}
