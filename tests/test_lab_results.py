@@ -10,15 +10,12 @@ import re
 from pathlib import Path
 
 import pytest
+from test_lab_rules import tiny_cfg
 
 import posviz
 from posviz.lab import ALL_METHODS, LabConfig, run_experiment
 from posviz.lab.results import load_results, save_results, validate_results
 from posviz.lab.tables import format_tables
-from posviz.lab.train import TrainConfig
-
-TINY = {"n_layer": 1, "n_head": 2, "n_embd": 16}
-
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread", "restore_determinism")
 
@@ -28,20 +25,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread", "restore_determinism")
 
 @pytest.fixture(scope="module")
 def tiny_results():
-    cfg = LabConfig(
-        methods=list(ALL_METHODS),
-        seeds=[0, 1],
-        train_len=8,
-        eval_multipliers=[1, 2, 4],
-        model=dict(TINY),
-        train=TrainConfig(steps=4, warmup_steps=1, batch_size=4, log_every=2),
-        eval_tokens_per_batch=64,
-        eval_max_tokens=256,
-        validation_max_tokens=512,
-        position_lr_grid=[10.0],
-        mode="test",
-    )
-    return run_experiment(cfg, progress=False)
+    return run_experiment(tiny_cfg(list(ALL_METHODS)), progress=False)  # test_lab_rules.py's tiny run
 
 
 def test_smoke_end_to_end_schema_and_finite_numbers(tiny_results, tmp_path):
