@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ipywidgets as widgets
+import numpy as np
 import plotly.graph_objects as go
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import posviz
 import posviz.widgets as widgets_pkg
-from posviz.widgets import Explorer, explorer
+from posviz.widgets import Explorer, _changes, _merged, _same, explorer
 
 
 def _encoding_explorer() -> tuple[Explorer, widgets.IntSlider]:
@@ -93,6 +96,25 @@ def test_update_may_return_a_figure_and_provide_the_first_one() -> None:
     assert len(box.figure.data[0].y) == 5 and box.figure.layout.title.text == "n = 5"
 
 
+def test_update_may_return_trace_and_layout_changes() -> None:
+    """The cheapest form: ``([trace changes], {layout changes})``, no figure built."""
+    slider = widgets.IntSlider(value=3)
+    fig = go.Figure(go.Scatter(y=[0]), layout={"title": {"text": "start"}, "height": 300})
+    box = explorer({"n": slider}, lambda n: ([{"y": list(range(n))}], {"title": {"text": f"n = {n}"}}), fig)
+    slider.value = 5
+    assert list(box.figure.data[0].y) == [0, 1, 2, 3, 4] and box.figure.layout.title.text == "n = 5"
+    assert box.figure.layout.height == 300  # what the update leaves out stays
+    assert box.figure._widget_layout["title"]["text"] == "n = 5"  # and a later view draws it
+
+
+def test_a_bad_layout_change_is_reported_not_half_applied() -> None:
+    slider = widgets.IntSlider(value=1)
+    fig = go.Figure(go.Scatter(y=[0]))
+    box = explorer({"n": slider}, lambda n: ([{"y": [n]}], {"no_such_layout_key": n} if n > 1 else {}), fig)
+    slider.value = 2
+    assert "no_such_layout_key" in box.status.value and list(box.figure.data[0].y) == [1]
+
+
 def test_without_a_figure_update_must_return_one() -> None:
     with pytest.raises(TypeError, match="must return a figure"):
         explorer({"x": widgets.IntSlider()}, lambda x: [{"y": [x]}])
@@ -167,3 +189,71 @@ def test_colorbar_below_its_panel() -> None:
     bar = widgets_pkg.colorbar_below([0.0, 0.4], plot_height=300, title={"text": "PE"})
     assert bar["orientation"] == "h" and bar["len"] == pytest.approx(0.4) and bar["x"] == pytest.approx(0.2)
     assert bar["y"] < 0 and bar["title"] == {"side": "top", "text": "PE"}
+
+
+# ---- only what changes is handed to Plotly (posviz.widgets._apply) -------------------------------
+
+
+def test_changes_keep_only_what_differs() -> None:
+    held = {"x": np.array([0.0, np.nan]), "marker": {"color": "red", "size": 4}, "name": "a", "n": 1,
+            "annotations": [{"text": "a"}, {"text": "b"}]}  # fmt: skip
+    same = {"x": np.array([0.0, np.nan]), "marker": {"color": "red"}, "name": "a",
+            "annotations": [{"text": "a"}, {"text": "b"}]}  # fmt: skip
+    assert _changes(held, same) == {}
+    update = {"x": [0.0, 1.0], "marker": {"color": "red", "size": 5}, "n": 1.0, "new": None,
+              "annotations": [{"text": "a"}, {"text": "c"}]}  # fmt: skip
+    assert _changes(held, update) == {
+        "x": [0.0, 1.0],  # an array, whole
+        "marker": {"size": 5},  # a nested object, key by key
+        "n": 1.0,  # a float where an int was: not the same value for Plotly
+        "new": None,
+        "annotations": [{"text": "a"}, {"text": "c"}],  # a list of objects, whole
+    }
+
+
+_VALUES = st.one_of(
+    st.integers(-3, 3), st.floats(allow_nan=True, allow_infinity=False, width=32), st.text(max_size=2), st.none(),
+    st.lists(st.integers(0, 2), max_size=3), st.lists(st.floats(allow_nan=True, width=16), max_size=3).map(np.array),
+)  # fmt: skip
+_OBJECTS = st.recursive(
+    st.dictionaries(st.sampled_from("abcd"), _VALUES, max_size=4),
+    lambda inner: st.dictionaries(st.sampled_from("abcd"), st.one_of(_VALUES, inner), max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_OBJECTS, _OBJECTS)
+def test_applying_the_changes_gives_what_applying_the_update_gives(held: dict, update: dict) -> None:
+    assert _same(_merged(held, _changes(held, update)), _merged(held, update))
+
+
+def test_an_explorer_hands_plotly_only_the_changes_and_ends_where_the_whole_updates_do(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def update(n: int) -> go.Figure:  # a whole figure each time, as a chapter's explorer may return
+        fig = go.Figure([go.Scatter(y=[n, 1], name="moves"), go.Scatter(y=[5, 6], name="still")])
+        return fig.update_layout(title={"text": f"n = {n}"}, height=400, xaxis={"title": {"text": "x"}})
+
+    slider = widgets.IntSlider(value=0)
+    box = explorer({"n": slider}, update)
+    handed: list[tuple[str, dict]] = []
+    for k, trace in enumerate(box.figure.data):
+        real = trace.update
+        monkeypatch.setattr(trace, "update", lambda d, real=real, k=k: handed.append((f"trace {k}", d)) or real(d))
+    real_layout = box.figure.layout.update
+    monkeypatch.setattr(box.figure.layout, "update", lambda d: handed.append(("layout", d)) or real_layout(d))
+    expected = go.Figure(update(0))
+    for n in (3, 3, 7):
+        slider.value = n
+        whole = update(n)
+        for trace, new in zip(expected.data, whole.data):
+            trace.update(new.to_plotly_json())
+        expected.layout.update(whole.layout.to_plotly_json())
+    assert handed == [("trace 0", {"y": [3, 1]}), ("layout", {"title": {"text": "n = 3"}}),
+                      ("trace 0", {"y": [7, 1]}), ("layout", {"title": {"text": "n = 7"}})]  # fmt: skip
+    ours, theirs = box.figure.to_plotly_json(), expected.to_plotly_json()
+    for trace in ours["data"] + theirs["data"]:
+        trace.pop("uid", None)
+    assert ours["layout"].pop("autosize") is True  # the explorer's figure follows its output's width
+    assert _same(ours, theirs), [k for k in ours["layout"] if not _same(ours["layout"][k], theirs["layout"].get(k))]

@@ -48,7 +48,7 @@ def scaling_state(rule: str, factor: float, context: int, base: float, dim: int)
     }
 
 
-def _update(rule: str, factor: float, context: int, base: float, dim: int) -> list[dict]:
+def _update(rule: str, factor: float, context: int, base: float, dim: int) -> tuple[list[dict], dict]:
     if dim % 2 or dim < 4:
         raise ValueError(f"d must be an even integer >= 4, got {dim}")
     state = scaling_state(rule, factor, context, base, dim)
@@ -146,4 +146,4 @@ def models_explorer(
                                        style=style, layout=layout),
         "dim": widgets.IntSlider(value=dim, min=16, max=256, step=2, description="d", style=style, layout=layout),
     }
-    return explorer(controls, _as_update, _as_update(rule, factor, context, base, dim))
+    return explorer(controls, _update, _as_update(rule, factor, context, base, dim))

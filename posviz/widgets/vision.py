@@ -34,21 +34,30 @@ def vision_state(method: str, grid: int, train_grid: int, row: int, col: int) ->
             "past": grid > train_grid}
 
 
-def _update(method: str, grid: int, train_grid: int, row: int, col: int) -> go.Figure:
+def _update(method: str, grid: int, train_grid: int, row: int, col: int) -> tuple[list[dict], dict]:
+    """What the controls change: the two traces' properties and the layout's."""
     state = vision_state(method, grid, train_grid, row, col)
-    fig = _figure()
-    fig.data[0].update(z=rounded(state["z"], 4), x=list(range(grid)), y=list(range(grid)), zmin=state["zmin"],
-                       zmax=state["zmax"], colorbar={"title": {"text": tr(_QUANTITY[method])}})
-    fig.data[1].update(x=[col], y=[row])
+    heatmap = {"z": rounded(state["z"], 4), "x": list(range(grid)), "y": list(range(grid)), "zmin": state["zmin"],
+               "zmax": state["zmax"], "colorbar": {"title": {"text": tr(_QUANTITY[method])}}}
     # the training grid outlined when the grid is larger (a hidden shape otherwise: an empty list
     # would leave the last outline in place)
     shapes = [{"type": "rect", "x0": -0.5, "y0": -0.5, "x1": train_grid - 0.5, "y1": train_grid - 0.5,
                "line": {"color": "#2ca02c", "width": 3}, "visible": state["past"]}]
-    fig.update_layout(
-        shapes=shapes, xaxis={"range": [-0.5, grid - 0.5]}, yaxis={"range": [grid - 0.5, -0.5]},
-        title={"text": tr("{method}: {grid}×{grid} patches, trained on {train}×{train}, query patch ({row}, {col})",
-                          method=tr(_METHOD_NAMES[method]), grid=grid, train=train_grid, row=row, col=col)},
-    )
+    layout = {
+        "shapes": shapes, "xaxis": {"range": [-0.5, grid - 0.5]}, "yaxis": {"range": [grid - 0.5, -0.5]},
+        "title": {"text": tr("{method}: {grid}×{grid} patches, trained on {train}×{train}, query patch ({row}, {col})",
+                             method=tr(_METHOD_NAMES[method]), grid=grid, train=train_grid, row=row, col=col)},
+    }
+    return [heatmap, {"x": [col], "y": [row]}], layout
+
+
+def _first(method: str, grid: int, train_grid: int, row: int, col: int) -> go.Figure:
+    """The explorer's figure at its first values."""
+    traces, layout = _update(method, grid, train_grid, row, col)
+    fig = _figure()
+    for trace, change in zip(fig.data, traces):
+        trace.update(change)
+    fig.update_layout(layout)
     return fig
 
 
@@ -95,4 +104,4 @@ def vision_explorer(
         "col": widgets.IntSlider(value=col, min=0, max=23, description=tr("query column"), style=style,
                                  layout=layout, continuous_update=False),
     }
-    return explorer(controls, _update, _update(method, grid, train_grid, row, col))
+    return explorer(controls, _update, _first(method, grid, train_grid, row, col))
