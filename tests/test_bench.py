@@ -68,10 +68,61 @@ def test_explorers_are_discovered():
         assert any(n.startswith(f"{topic}.") for n in names), names
 
 
-def test_markdown_and_json_output(tmp_path):
+def test_markdown_and_json_output(tmp_path, monkeypatch):
     _references()
+    monkeypatch.setattr(bench, "keep_freed_memory", lambda: True)  # not in this test process's malloc
     result = bench.run(quick=True, memory=False, explorers=False, budget_s=0.01, progress=lambda s: None)
     result["operations"]["cpu"] = result["operations"]["cpu"][:2]
     text = bench.markdown(result)
     assert "| apply_rope interleaved |" in text and result["machine"]["cpu"] in text
+    assert result["machine"]["freed_memory_kept"] is True and "freed memory kept for reuse" in text
     json.dumps(result)
+
+
+def test_the_book_build_is_make_books_in_a_folder_of_its_own(monkeypatch, tmp_path):
+    """--book times tools/build_book.py (what `make book` runs) twice, clean then with nothing
+    changed, into a temporary build folder (POSVIZ_BUILD), never the checkout's _build."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    runs = []
+
+    def fake_run(cmd, cwd, env, capture_output, text):
+        runs.append((cmd, cwd, env["POSVIZ_BUILD"]))
+        return type("Done", (), {"returncode": 0, "stdout": "", "stderr": ""})()
+
+    monkeypatch.setattr(bench.subprocess, "run", fake_run)
+    out = bench.time_book_build(root, jobs=3)
+    assert set(out) == {"jobs", "clean_build_s", "cached_rebuild_s"} and out["jobs"] == 3
+    assert len(runs) == 2 and runs[0] == runs[1]
+    cmd, cwd, folder = runs[0]
+    assert cmd[1:] == [str(root / "tools" / "build_book.py"), "--jobs", "3"] and cwd == root
+    assert Path(folder) != root / "_build" and not Path(folder).exists()  # a temporary folder, removed
+
+
+def test_a_failed_book_build_says_which_and_why(monkeypatch, tmp_path):
+    from pathlib import Path
+
+    done = type("Done", (), {"returncode": 2, "stdout": "WARNING: bad reference", "stderr": ""})()
+    monkeypatch.setattr(bench.subprocess, "run", lambda *a, **k: done)
+    with pytest.raises(RuntimeError, match=r"the book build failed \(clean_build_s\):\nWARNING: bad reference"):
+        bench.time_book_build(Path(__file__).resolve().parents[1])
+    with pytest.raises(RuntimeError, match="build_book.py is missing"):
+        bench.time_book_build(tmp_path)
+
+
+def test_freed_memory_is_kept_through_mallopt(monkeypatch):
+    """glibc's mallopt, asked for no mmap threshold (M_MMAP_THRESHOLD, -3) and no trimming
+    (M_TRIM_THRESHOLD, -1) below 1 GiB; False where there is no mallopt."""
+    calls = []
+
+    class Libc:
+        def mallopt(self, param, value):
+            calls.append((param, value))
+            return 1
+
+    monkeypatch.setattr(bench.ctypes, "CDLL", lambda name: Libc())
+    assert bench.keep_freed_memory() is True
+    assert calls == [(-3, 1 << 30), (-1, 1 << 30)]
+    monkeypatch.setattr(bench.ctypes, "CDLL", lambda name: object())
+    assert bench.keep_freed_memory() is False

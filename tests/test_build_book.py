@@ -55,3 +55,17 @@ def test_jobs_below_one_is_refused_with_the_allowed_range(main: object, capsys: 
         main((["html"] if main is i18n.main else []) + ["--jobs", "0"])
     assert stop.value.code == 2
     assert "--jobs must be 1 or more, not 0" in capsys.readouterr().err
+
+
+def test_posviz_build_moves_every_output(tmp_path: Path) -> None:
+    """``POSVIZ_BUILD``: the build folder, for the English site, the translations and the execution
+    cache alike (``python -m posviz.bench --book`` builds a clean book there, leaving _build alone)."""
+    import subprocess
+
+    code = "import i18n; print(i18n.BUILD)"
+    env = {**__import__("os").environ, "POSVIZ_BUILD": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT / "tools", env=env, capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == str(tmp_path)
+    assert i18n.BUILD == ROOT / "_build"  # unset: the checkout's own

@@ -24,6 +24,7 @@ catalog (``posviz/locale``), by ``posviz.sphinxext``.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -31,7 +32,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BUILD = ROOT / "_build"
+# POSVIZ_BUILD: another build folder (`python -m posviz.bench --book` times a clean build in one)
+BUILD = Path(os.environ.get("POSVIZ_BUILD") or ROOT / "_build")
 LOCALE = ROOT / "locale"
 # chapters with their own figure modules (posviz.plots.<chapter>, posviz.widgets.<chapter>); the lab's
 # figures, those of "The lab grows" included, go with the extrapolation chapter's catalog
