@@ -21,9 +21,9 @@ Screenshots of every explorer (1280 and 1920 px wide, before and after moving th
 after the reload), when asked for (``make shots``): ``screenshots/jupyterlab/`` (or
 ``$POSVIZ_SHOTS/jupyterlab/``).
 The notebooks are shown as Colab shows them: JupyterLab runs with ``jupyterlab-myst`` disabled.
-The server is tests/jlab_server.py's, the driving tests/jlab_chapter.py's, what it asks
-the page tests/jlab_js.py's. Skipped, with the reason, when Chromium,
-Playwright or JupyterLab is missing. ``POSVIZ_LAB_CHAPTERS=rope,alibi`` limits the chapters.
+The server is tests/jlab_server.py's, the driving tests/jlab_chapter.py's (the sliders
+tests/jlab_drive.py's), what it asks the page tests/jlab_js.py's. Skipped, with the reason, when
+Chromium, Playwright or JupyterLab is missing. ``POSVIZ_LAB_CHAPTERS=rope,alibi`` limits the chapters.
 """
 
 from __future__ import annotations
