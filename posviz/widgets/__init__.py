@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import html
-import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from copy import deepcopy
@@ -27,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
-import numpy as np
 import plotly
 import plotly.graph_objects as go
 import torch
 import traitlets
 from plotly.basedatatypes import BaseFigure
+
+from ._diff import _changes, _merged
 
 __all__ = [
     "CONTROL_WIDTH",
@@ -89,58 +89,6 @@ def _validated(target: BaseFigure, result: Update) -> tuple[list[dict[str, Any]]
         # raises on a bad property or value; what it holds is the update as Plotly stores it
         checked.append(type(trace)(**{k: v for k, v in update.items() if k not in ("type", "uid")}).to_plotly_json())
     return checked, go.Layout(**layout).to_plotly_json()
-
-
-def _merged(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
-    """``base`` updated as Plotly updates a figure: nested properties merged, others replaced."""
-    out = dict(base)
-    for key, value in update.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = _merged(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
-def _same(a: object, b: object) -> bool:
-    """``a`` and ``b`` are the same value as Plotly stores it (arrays element by element, NaN
-    equal to NaN; an int is not a float); when unsure, not the same."""
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        a, b = np.asarray(a), np.asarray(b)
-        if a.shape != b.shape or a.dtype.kind != b.dtype.kind:
-            return False
-        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, Mapping):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    try:
-        return bool(a == b)
-    except Exception:  # a value whose == is no boolean
-        return False
-
-
-_MISSING = object()
-
-
-def _changes(held: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of ``update`` that changes ``held``: nested objects (``layout.xaxis``, a trace's
-    ``marker``) compared key by key, anything else (an array, a list of annotations) whole.
-    Merged into ``held`` (:func:`_merged`), it gives what ``update`` gives."""
-    out: dict[str, Any] = {}
-    for key, value in update.items():
-        old = held.get(key, _MISSING)
-        if isinstance(value, Mapping) and isinstance(old, Mapping):
-            inner = _changes(old, value)
-            if inner:
-                out[key] = inner
-        elif not _same(old, value):
-            out[key] = value
-    return out
 
 
 def _apply(target: BaseFigure, traces: list[dict[str, Any]], layout: dict[str, Any]) -> None:
