@@ -111,15 +111,6 @@ def _figure() -> go.Figure:
     return fig
 
 
-def _as_update(rule: str, factor: float, context: int, base: float, dim: int) -> go.Figure:
-    traces, layout = _update(rule, factor, context, base, dim)
-    fig = _figure()
-    for trace, change in zip(fig.data, traces):
-        trace.update(change)
-    fig.update_layout(layout)
-    return fig
-
-
 def models_explorer(
     rule: str = "yarn",
     factor: float = 8.0,
@@ -146,4 +137,4 @@ def models_explorer(
                                        style=style, layout=layout),
         "dim": widgets.IntSlider(value=dim, min=16, max=256, step=2, description="d", style=style, layout=layout),
     }
-    return explorer(controls, _update, _as_update(rule, factor, context, base, dim))
+    return explorer(controls, _update, _figure())  # the explorer draws the first values into it

@@ -51,16 +51,6 @@ def _update(method: str, grid: int, train_grid: int, row: int, col: int) -> tupl
     return [heatmap, {"x": [col], "y": [row]}], layout
 
 
-def _first(method: str, grid: int, train_grid: int, row: int, col: int) -> go.Figure:
-    """The explorer's figure at its first values."""
-    traces, layout = _update(method, grid, train_grid, row, col)
-    fig = _figure()
-    for trace, change in zip(fig.data, traces):
-        trace.update(change)
-    fig.update_layout(layout)
-    return fig
-
-
 def _figure() -> go.Figure:
     fig = go.Figure([
         go.Heatmap(z=[[0.0]], colorscale="Viridis",
@@ -104,4 +94,4 @@ def vision_explorer(
         "col": widgets.IntSlider(value=col, min=0, max=23, description=tr("query column"), style=style,
                                  layout=layout, continuous_update=False),
     }
-    return explorer(controls, _update, _first(method, grid, train_grid, row, col))
+    return explorer(controls, _update, _figure())  # the explorer draws the first values into it
