@@ -18,6 +18,13 @@ def _fmt(x: float | None, spec: str = ".2f") -> str:
     return "–" if x is None else format(x, spec)
 
 
+def _ratio(x: float | None) -> str:
+    """A ratio with two decimals, or two significant digits below 0.1 (0.0045, not 0.00)."""
+    if x is None:
+        return "–"
+    return format(x, ".2f") if abs(x) >= 0.1 or x == 0 else format(x, ".2g")
+
+
 def _met(ok: bool) -> str:
     return "met" if ok else "**not met**"
 
@@ -36,9 +43,9 @@ def _reference_target(rows: list[dict[str, Any]]) -> str:
     families: dict[str, list[float]] = {}
     for r in timed:
         families.setdefault(r["op"].split()[0], []).append(r["ratio_reference"])
-    ranges = "; ".join(f"{name} {min(v):.2f}–{max(v):.2f}" for name, v in families.items())
+    ranges = "; ".join(f"{name} {_ratio(min(v))}–{_ratio(max(v))}" for name, v in families.items())
     ok = worst["ratio_reference"] <= MAX_RATIO_REFERENCE
-    return f"{_met(ok)}: largest ratio {worst['ratio_reference']:.2f} ({worst['op']} at {worst['size']}); {ranges}"
+    return f"{_met(ok)}: largest ratio {_ratio(worst['ratio_reference'])} ({worst['op']} at {worst['size']}); {ranges}"
 
 
 def _rope_target(rows: list[dict[str, Any]]) -> str:
@@ -48,7 +55,7 @@ def _rope_target(rows: list[dict[str, Any]]) -> str:
         if not large:
             continue
         ok = all(r["ratio_copy"] <= MAX_ROPE_COPIES for r in large)
-        values = ", ".join(f"{r['ratio_copy']:.2f} at {r['size']}" for r in large)
+        values = ", ".join(f"{_ratio(r['ratio_copy'])} at {r['size']}" for r in large)
         parts.append(f"{op.removeprefix('apply_rope ')}: {_met(ok)} ({values})")
     return ". ".join(parts) if parts else "not measured"
 
@@ -115,7 +122,7 @@ def markdown(result: dict[str, Any]) -> str:
         for r in rows:
             lines.append(
                 f"| {r['op']} | {r['size']} | {_fmt(r['posviz_ms'])} | {_fmt(r['reference_ms'])} | "
-                f"{_fmt(r['ratio_reference'])} | {_fmt(r['ratio_copy'])} |"
+                f"{_ratio(r['ratio_reference'])} | {_ratio(r['ratio_copy'])} |"
             )
         lines += [
             "",

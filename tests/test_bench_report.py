@@ -82,6 +82,18 @@ def test_a_number_past_its_target_is_not_met(where: tuple, value: float, target:
     assert _status(RESULT, target).startswith("met")
 
 
+def test_a_small_ratio_keeps_two_significant_digits() -> None:
+    """A ratio far below 1 (sinusoidal_encoding against DistilBERT's numpy table: 0.0045) showed
+    as 0.00, in the table and in the targets: a number nobody could read."""
+    result = copy.deepcopy(RESULT)
+    result["operations"]["cpu"][0].update(ratio_reference=0.0045, ratio_copy=0.033)
+    text = markdown(result)
+    assert "| apply_rope interleaved | 1x8x512x64 | 1.00 | 2.00 | 0.0045 | 0.033 |" in text
+    assert "apply_rope 0.0045–0.39" in _status(result, "posviz / reference")
+    assert "0.00 " not in text and "0.00–" not in text
+    assert "| 0.30 | 1.62 |" in text  # two decimals from 0.1 up
+
+
 def test_what_was_not_measured_says_so() -> None:
     result = {**RESULT, "explorers": [], "book": None}
     assert _status(result, "every live explorer") == "not measured"
