@@ -32,6 +32,8 @@ from sphinx.util import logging
 
 import posviz
 
+from ._editions import alternate_links, fix_theme_words, language_switch, theme_words, translate_toc_captions
+
 logger = logging.getLogger(__name__)
 
 PLOTLY_PACKAGE_DATA = Path(plotly.__file__).parent / "package_data"
@@ -210,122 +212,6 @@ def _copy_assets(app: Sphinx) -> None:
 _HIDDEN_CELL_LABEL = '<summary aria-label="Toggle hidden content">'
 
 
-EDITIONS: dict[str, str] = {"en": "", "zh_CN": "zh"}
-"""Each edition's language and its folder in the site (English at the root; ``tools/i18n.py``
-builds the others into their folders)."""
-
-_EDITION_NAMES = {"en": ("English", "en"), "zh_CN": ("中文", "zh-CN")}
-
-
-def _edition(app: Sphinx) -> str:
-    language = (app.config.language or "en").replace("-", "_")
-    return language if language in EDITIONS else "en"
-
-
-def _twin_url(app: Sphinx, pagename: str, language: str) -> str:
-    """The relative URL of ``pagename`` in the edition of ``language``, from the current page."""
-    up = "../" * pagename.count("/")
-    here = EDITIONS[_edition(app)]
-    root = up + ("../" if here else "")
-    folder = EDITIONS[language]
-    return f"{root}{folder + '/' if folder else ''}{pagename}.html"
-
-
-def _language_switch(app: Sphinx, pagename: str) -> str:
-    """A visible link to the same page in every other edition (top of the article)."""
-    current = _edition(app)
-    links = []
-    for language in EDITIONS:
-        if language == current:
-            continue
-        name, tag = _EDITION_NAMES[language]
-        links.append(
-            f'<a class="posviz-language-link" href="{_twin_url(app, pagename, language)}" '
-            f'hreflang="{tag}" lang="{tag}">{name}</a>'
-        )
-    label = "Language / 语言"
-    return f'<nav class="posviz-language" aria-label="{label}">{" ".join(links)}</nav>'
-
-
-def _alternate_links(app: Sphinx, pagename: str) -> str:
-    out = []
-    for language in EDITIONS:
-        _, tag = _EDITION_NAMES[language]
-        out.append(f'<link rel="alternate" hreflang="{tag}" href="{_twin_url(app, pagename, language)}">\n')
-    return "".join(out)
-
-
-def _translate_toc_captions(app: Sphinx, doctree: nodes.document) -> None:
-    """Translate the captions of the table of contents (Foundations, Relative methods ...).
-
-    sphinx-external-toc adds the root page's toctrees after Sphinx has translated the page, so
-    their captions (which the gettext builder does extract, into the root page's catalog) stayed
-    English in the sidebar of a translated edition.
-    """
-    if not app.config.language or app.config.language == "en":
-        return
-    from sphinx import addnodes
-    from sphinx.locale import init as init_locale
-    from sphinx.util.i18n import docname_to_domain
-
-    toctrees = [n for n in doctree.findall(addnodes.toctree) if n.get("caption")]
-    if not toctrees:
-        return
-    dirs = [str(Path(app.srcdir, d)) for d in app.config.locale_dirs]
-    domain = docname_to_domain(app.env.docname, app.config.gettext_compact)
-    catalog, has_catalog = init_locale(dirs, app.config.language, domain)
-    if has_catalog:
-        for node in toctrees:
-            node["caption"] = catalog.gettext(node["caption"])
-
-
-def _theme_words(app: Sphinx, config: Config) -> None:
-    """The words the book's theme leaves untranslated in a translated edition ("Live Code",
-    "Color mode", "Table of contents" ...), from posviz's ``theme.po``: compiled and added behind
-    the themes' own catalogs (Sphinx's message catalogs fall back in the order they are added)."""
-    language = (config.language or "en").replace("-", "_")
-    source = Path(posviz.__file__).parent / "locale" / language / "LC_MESSAGES" / "theme.po"
-    if language == "en" or not source.exists():
-        return
-    from babel.messages.mofile import write_mo
-    from babel.messages.pofile import read_po
-
-    target = Path(app.doctreedir).parent / "posviz-locale"
-    mo = target / language / "LC_MESSAGES"
-    mo.mkdir(parents=True, exist_ok=True)
-    with source.open("rb") as f:
-        catalog = read_po(f, locale=language)
-    for domain in ("booktheme", "sphinx"):  # sphinx-book-theme's, and pydata-sphinx-theme's and Sphinx's
-        with (mo / f"{domain}.mo").open("wb") as f:
-            write_mo(f, catalog)
-        app.add_message_catalog(domain, str(target))
-    # sphinx-togglebutton translates its hints when it is set up, before the language is known
-    for name, english in (("togglebutton_hint", "Click to show"), ("togglebutton_hint_hide", "Click to hide")):
-        message = catalog.get(english)
-        if getattr(config, name, None) == english and message is not None and message.string:
-            setattr(config, name, message.string)
-
-
-# A word the theme's own Chinese catalog gets wrong for Simplified Chinese (a Taiwan usage).
-_THEME_FIXES = {"zh_CN": {"列印成 PDF": "打印为 PDF"}}
-
-
-def _fix_theme_words(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
-    fixes = _THEME_FIXES.get((app.config.language or "en").replace("-", "_"))
-    if not fixes:
-        return
-
-    def fix(buttons: list) -> None:
-        for button in buttons:
-            if isinstance(button, dict):
-                for key in ("tooltip", "text", "label"):
-                    if button.get(key) in fixes:
-                        button[key] = fixes[button[key]]
-                fix(button.get("buttons") or [])
-
-    fix(context.get("header_buttons") or [])
-
-
 # sphinx-design's stylesheet styles only its own classes (sd-*; and one utility, shadow-none)
 _SPHINX_DESIGN_CLASS = re.compile(r'class="[^"]*\b(?:sd-|shadow-none\b)')
 
@@ -344,8 +230,8 @@ def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict[s
     """
     body = context.get("body", "")
     if body and getattr(app.builder, "format", None) == "html":
-        context["body"] = body = _language_switch(app, pagename) + body
-        context["metatags"] = context.get("metatags", "") + _alternate_links(app, pagename)
+        context["body"] = body = language_switch(app, pagename) + body
+        context["metatags"] = context.get("metatags", "") + alternate_links(app, pagename)
     if _HIDDEN_CELL_LABEL in body:
         context["body"] = body = body.replace(_HIDDEN_CELL_LABEL, "<summary>")
     if 'role="doc-biblioentry"' in body:
@@ -359,91 +245,6 @@ def _page_context(app: Sphinx, pagename: str, templatename: str, context: dict[s
         app.builder.add_js_file(PLOTLY_STATIC)  # on this page only
         app.builder.add_js_file(FIGURES_STATIC)  # right after: it wraps Plotly.newPlot
         app.builder.add_css_file(FIGURES_CSS_STATIC)
-
-
-# A pure icon rule of the theme's Font Awesome CSS: `.fa-name:before{content:"\f09b"}`, maybe
-# several names for one icon.
-_ICON_RULE = re.compile(r'((?:\.fa-[a-z0-9-]+:{1,2}before,?)+)\{content:"([^"]*)"\}')
-_ICON_NAME = re.compile(r"fa-[a-z0-9-]+")
-_ICONS_MARK = "/* posviz: brand icons as SVG */"
-
-
-def _used_icons(outdir: Path) -> set[str]:
-    """Every ``fa-*`` name in the built pages and in the scripts they load (the theme's own)."""
-    names: set[str] = set()
-    for page in outdir.rglob("*.html"):
-        names.update(_ICON_NAME.findall(page.read_text(encoding="utf-8", errors="replace")))
-    static = outdir / "_static"
-    for script in [*static.glob("*.js"), *static.glob("scripts/*.js")]:
-        if script.name != "fontawesome.js":  # not loaded (see _THEME_EDITS); it names every icon
-            names.update(_ICON_NAME.findall(script.read_text(encoding="utf-8", errors="replace")))
-    return names
-
-
-def _brand_icons(outdir: Path, css: str) -> str | None:
-    """CSS that draws the site's brand icons (the repository button's GitHub mark) from their SVG
-    path in the theme's Font Awesome script: then no text needs the 118 kB brands font, and the
-    browser never fetches it. ``None`` when an icon is not found (the font then stays in use)."""
-    try:
-        import pydata_sphinx_theme
-    except ImportError:  # pragma: no cover - another theme
-        return None
-    script = Path(pydata_sphinx_theme.__file__).parent / "theme/pydata_sphinx_theme/static/scripts/fontawesome.js"
-    if not script.exists():  # pragma: no cover - another theme version
-        return None
-    names: set[str] = set()
-    for page in outdir.rglob("*.html"):
-        for classes in re.findall(r'class="([^"]*\bfa(?:b|-brands)\b[^"]*)"', page.read_text(encoding="utf-8")):
-            names.update(n for n in classes.split() if n.startswith("fa-") and n != "fa-brands")
-    if not names:
-        return ""
-    source = script.read_text(encoding="utf-8")
-    rules = []
-    for name in sorted(names):
-        code = re.search(rf'\.{re.escape(name)}:before\{{content:"\\([0-9a-f]+)"\}}', css)
-        pattern = rf'(?<![\w-])"?{re.escape(name[3:])}"?:\[(\d+),(\d+),\[[^\]]*\],"([0-9a-f]+)","(M[^"]+)"\]'
-        icon = re.search(pattern, source)
-        if code is None or icon is None or icon.group(3) != code.group(1):
-            return None
-        width, height, _, path = icon.groups()
-        svg = f"<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {width} {height}'><path d='{path}'/></svg>"
-        url = 'url("data:image/svg+xml,' + svg.replace("<", "%3C").replace(">", "%3E").replace("#", "%23") + '")'
-        # no text, not even the line box, in the brands font: the browser then never fetches it
-        rules.append(
-            f".fa-brands.{name},.fab.{name},.fa-brands.{name}:before,.fab.{name}:before{{font-family:inherit}}"
-        )
-        rules.append(
-            f'.fa-brands.{name}:before,.fab.{name}:before{{content:"";display:inline-block;'
-            f"width:{int(width) / int(height):.4g}em;height:1em;vertical-align:-.125em;background-color:currentColor;"
-            f"-webkit-mask:{url} center/contain no-repeat;mask:{url} center/contain no-repeat}}"
-        )
-    return "\n".join(rules)
-
-
-def _trim_icons(app: Sphinx, exception: Exception | None) -> None:
-    """The theme's CSS without the rules of the ~1,900 Font Awesome icons the site never shows
-    (about 90 kB of every first visit), and its brand icons drawn as SVG (:func:`_brand_icons`)."""
-    if exception is not None or app.builder.format != "html":
-        return
-    path = Path(app.outdir) / "_static" / "styles" / "pydata-sphinx-theme.css"
-    if not path.exists():  # another theme
-        return
-    import pydata_sphinx_theme
-
-    # the theme's own file (an earlier build may have trimmed the copy for other pages)
-    original = Path(pydata_sphinx_theme.__file__).parent / "theme/pydata_sphinx_theme/static/styles" / path.name
-    css = (original if original.exists() else path).read_text(encoding="utf-8").split("\n" + _ICONS_MARK)[0]
-    used = _used_icons(Path(app.outdir))
-    brands = _brand_icons(Path(app.outdir), css)
-
-    def keep(match: re.Match[str]) -> str:
-        return match.group(0) if set(_ICON_NAME.findall(match.group(1))) & used else ""
-
-    trimmed = _ICON_RULE.sub(keep, css)
-    if brands:
-        trimmed += f"\n{_ICONS_MARK}\n{brands}\n"
-    if trimmed != path.read_text(encoding="utf-8"):
-        path.write_text(trimmed, encoding="utf-8")
 
 
 def _slim(app: Sphinx, exception: Exception | None) -> None:
@@ -503,6 +304,7 @@ def _resolve_public_name(app: Sphinx, env: Any, node: Any, contnode: nodes.Eleme
 def setup(app: Sphinx) -> dict[str, Any]:
     """Register the extension (``sphinx: extra_extensions: [posviz.sphinxext]``)."""
     from ._glue import install
+    from ._icons import trim_icons
     from ._math import render_math
 
     install()  # glued numbers in translated paragraphs (the Chinese edition)
@@ -513,12 +315,12 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("config-inited", _theme_templates)
     app.connect("builder-inited", _copy_assets)
     # before the theme reads its words at config time (sphinx-book-theme's search box text)
-    app.connect("config-inited", _theme_words, priority=100)
+    app.connect("config-inited", theme_words, priority=100)
     app.connect("html-page-context", _page_context)
-    app.connect("html-page-context", _fix_theme_words, priority=600)  # after the theme's buttons
-    app.connect("doctree-read", _translate_toc_captions, priority=400)  # before the toctree collector
+    app.connect("html-page-context", fix_theme_words, priority=600)  # after the theme's buttons
+    app.connect("doctree-read", translate_toc_captions, priority=400)  # before the toctree collector
     app.connect("missing-reference", _resolve_public_name)
-    app.connect("build-finished", _trim_icons)
+    app.connect("build-finished", trim_icons)
     app.connect("build-finished", render_math)
     app.connect("build-finished", _slim, priority=800)  # last: it reads the pages as they end up
     app.connect("build-finished", _root_redirect, priority=400)  # before sphinx-external-toc's

@@ -81,7 +81,7 @@ def _slim(markup: str) -> str:
 def _pages(outdir: Path) -> list[Path]:
     """This build's pages: not _static's, nor another edition's (tools/i18n.py puts the Chinese
     edition's own build in the English site's zh/ folder)."""
-    from ._assets import EDITIONS
+    from ._editions import EDITIONS
 
     others = {folder for folder in EDITIONS.values() if folder}
     return sorted(

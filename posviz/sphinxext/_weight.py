@@ -2,7 +2,7 @@
 and its icon fonts with only the icons those stylesheets draw.
 
 Run when the build has finished (:func:`slim_site`), after the theme's Font Awesome rules are
-trimmed (``_assets._trim_icons``), on the files Sphinx copied afresh at this build.
+trimmed (``_icons.trim_icons``), on the files Sphinx copied afresh at this build.
 
 *Unused rules.* A selector is left out only when it names a class that no page of the site and no
 script under ``_static/`` holds as a word, nor begins with a class prefix that a script puts
