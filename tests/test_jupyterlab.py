@@ -14,7 +14,8 @@ all its cells, and checks every explorer (an ipywidgets box holding a Plotly fig
 * dragging each enabled slider, and pressing an arrow key on it, changes the figure (a value
   the explorer refuses shows its message instead; then the opposite direction must work);
 * after the notebook is saved and the page reloaded (kernel still running), the figure and the
-  controls come back as they were;
+  controls come back as they were (a page whose explorer ipywidgets lost to its restore race,
+  "model not found", is reloaded once more, with a warning: Chapter.reload);
 * no console error, no error output.
 
 Screenshots of every explorer (1280 and 1920 px wide, before and after moving the controls,
@@ -49,7 +50,7 @@ if not Path(CHROMIUM).exists():
 sys.path.insert(0, str(ROOT / "tools"))
 import notebooks  # noqa: E402
 from fresh_env import KERNEL, fresh_environment  # noqa: E402
-from jlab_chapter import HEIGHT, LOAD_TIMEOUT_MS, WIDTHS, Chapter, LabPage  # noqa: E402
+from jlab_chapter import HEIGHT, WIDTHS, Chapter, LabPage  # noqa: E402
 from jlab_js import _differences  # noqa: E402
 from jlab_server import Lab  # noqa: E402
 
@@ -135,9 +136,7 @@ def test_chapter_in_jupyterlab(name: str, lab: Lab, pages: LabPage, shots: Path 
             before.append((chapter.signature(out), found["controls"]))
         if outs:  # a page reload with the kernel running: the explorers come back as they were
             chapter.save()
-            chapter.page.reload(timeout=LOAD_TIMEOUT_MS)
-            chapter.page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=LOAD_TIMEOUT_MS)
-            chapter.wait_for_explorers(len(outs))
+            chapter.reload(len(outs))  # once more where ipywidgets lost a model to its race (Chapter.reload)
             outs = chapter.explorers()
             assert len(outs) == len(before), f"{name}: {len(before)} explorers before the reload, {len(outs)} after"
             for k, (out, (signature, controls)) in enumerate(zip(outs, before)):
