@@ -63,8 +63,9 @@ _SHOWN_INSTEAD = """(sel) => ({
 # model is not found ('lost': Chapter.reload).
 _DRAWN_OR_LOST = """([sel, n, lostOk]) => {
   if (document.querySelectorAll(sel + ' .main-svg').length >= n) return 'drawn';
-  if (lostOk && [...document.querySelectorAll('.jp-OutputArea-output[data-mime-type*="widget"]')]
-      .some(o => /model not found/i.test(o.textContent))) return 'lost';
+  // any output: where CI saw the error, no output carried a widget's data-mime-type
+  if (lostOk && [...document.querySelectorAll('.jp-OutputArea-output')]
+      .some(o => /Error displaying widget: model not found/i.test(o.textContent))) return 'lost';
   return false;
 }"""
 
