@@ -50,10 +50,13 @@ class LabPage:
         self.context.close()
 
 
-# What the notebook's outputs show where explorers were awaited (Chapter.wait_for_explorers).
+# What the notebook's outputs show where explorers were awaited (Chapter.wait_for_explorers):
+# widgetViews counts the outputs that hold a widget's view (JupyterLab 4.6 gives a widget's output
+# no data-mime-type: a selector on that type counted none, drawn or not).
 _SHOWN_INSTEAD = """(sel) => ({
   drawn: document.querySelectorAll(sel + ' .main-svg').length,
-  widgetOutputs: document.querySelectorAll('.jp-OutputArea-output[data-mime-type*="widget"]').length,
+  widgetViews: [...document.querySelectorAll('.jp-OutputArea-output')]
+    .filter(o => o.querySelector('.jupyter-widgets')).length,
   widgetErrors: [...document.querySelectorAll('.jp-OutputArea-output')].map(o => o.innerText)
     .filter(t => /Error|Model not found|Loading widget/i.test(t)).map(t => t.slice(0, 160)).slice(0, 5),
   kernel: (document.querySelector('.jp-Notebook-ExecutionIndicator') || {dataset: {}}).dataset.status || null,

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import jlab_chapter
 import pytest
-from jlab_chapter import _DRAWN_OR_LOST, Chapter
+from jlab_chapter import _DRAWN_OR_LOST, _SHOWN_INSTEAD, Chapter
 from jlab_js import EXPLORER
 
 # as the failed run showed it: the message in an output that names no widget mime type
 LOST = '<div class="jp-OutputArea-output"><div>Error displaying widget: model not found</div></div>'
-DRAWN = '<div class="jp-OutputArea-output"><div class="widget-vbox"><div class="js-plotly-plot"><svg class="main-svg"></svg></div></div></div>'  # noqa: E501
+# as JupyterLab 4.6 draws an explorer: no data-mime-type on the output, the view's classes inside it
+DRAWN = '<div class="jp-OutputArea-output"><div class="lm-Widget jupyter-widgets widget-box widget-vbox"><div class="js-plotly-plot"><svg class="main-svg"></svg></div></div></div>'  # noqa: E501
 
 
 @pytest.mark.browser
@@ -19,13 +20,17 @@ def test_the_page_check_tells_drawn_from_lost(browser: object) -> None:
     context = browser.new_context()
     try:
         page = context.new_page()
-        found = {}
+        found, shown = {}, {}
         for name, body in {"drawn": DRAWN, "lost": LOST, "neither": "<div class='jp-OutputArea-output'></div>"}.items():
             page.set_content(f"<html><body>{body}</body></html>")
             found[name] = [page.evaluate(f"a => ({_DRAWN_OR_LOST})(a)", [EXPLORER, 1, ok]) for ok in (True, False)]
+            shown[name] = page.evaluate(_SHOWN_INSTEAD, EXPLORER)
     finally:
         context.close()
     assert found == {"drawn": ["drawn", "drawn"], "lost": ["lost", False], "neither": [False, False]}
+    # what a failed wait reports: the widget views and the errors the page shows
+    reported = [(s["drawn"], s["widgetViews"], len(s["widgetErrors"])) for s in shown.values()]
+    assert reported == [(1, 1, 0), (0, 0, 1), (0, 0, 0)], shown
 
 
 class _Answer:
