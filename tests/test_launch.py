@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("POSVIZ_SITE", ROOT / "_build" / "html"))
 sys.path.insert(0, str(ROOT / "tools"))
 
+import myst_plain  # noqa: E402
 import notebooks  # noqa: E402
 from fresh_env import fresh_environment, has_chinese, setup_cell  # noqa: E402
 
@@ -69,27 +70,27 @@ def test_notebook_markdown_is_plain(name):
     text = "\n\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     left = {kind: pattern.findall(text)[:3] for kind, pattern in MYST_LEFT.items() if pattern.search(text)}
     assert not left, f"{name}.ipynb still has MyST markup: {left}"
-    labelled = len(notebooks.LABELLED_MATH.findall(md))
-    number = notebooks.chapter_numbers()[name]
+    labelled = len(myst_plain.LABELLED_MATH.findall(md))
+    number = myst_plain.chapter_numbers()[name]
     assert [int(n) for n in re.findall(rf"\\tag\{{{number}\.(\d+)\}}", text)] == list(range(1, labelled + 1))
     assert text.count("<details>") == text.count("</details>") == md.count("class: dropdown")
-    references = notebooks.site_url() + "book/references.html"
+    references = myst_plain.site_url() + "book/references.html"
     assert ("{cite" in md) == (f"]({references})" in text)
 
 
 def test_plain_markdown_of_each_construct():
-    equations, _ = notebooks._labels()
+    equations, _ = myst_plain._labels()
     label, number = next(iter(equations.items()))
-    key = next(iter(notebooks._bibliography()))
-    names, year = notebooks._bibliography()[key]
-    authors = notebooks._authors(names, "en")
+    key = next(iter(myst_plain._bibliography()))
+    names, year = myst_plain._bibliography()[key]
+    authors = myst_plain._authors(names, "en")
     source = (
         f"$$\nx = 1\n$$ ({label})\n\nSee {{eq}}`{label}` and {{cite:p}}`{key}`; {{cite:t}}`{key}` says so.\n\n"
         ":::{admonition} Solution\n:class: dropdown\n\nIt is $x$.\n\n```python\nx = 1\n```\n:::\n\n"
         ":::{note}\nA note.\n:::\n\nSee [the API](api.md#top)."
     )
-    out = notebooks.plain_markdown(source)
-    site = notebooks.site_url()
+    out = myst_plain.plain_markdown(source)
+    site = myst_plain.site_url()
     assert f"x = 1\n\\tag{{{number}}}\n$$" in out
     assert f"See ({number}) and [[{authors}, {year}]({site}book/references.html)]" in out
     assert f"[{authors} [{year}]]({site}book/references.html) says so" in out
@@ -100,8 +101,8 @@ def test_plain_markdown_of_each_construct():
 
 def test_bibliography_link_follows_the_config():
     cfg = {"repository": {"url": "https://github.com/Someone/fork"}}
-    assert notebooks.site_url(cfg) == "https://someone.github.io/fork/"
-    assert notebooks.site_url({**cfg, "html": {"baseurl": "https://example.org/book"}}) == "https://example.org/book/"
+    assert myst_plain.site_url(cfg) == "https://someone.github.io/fork/"
+    assert myst_plain.site_url({**cfg, "html": {"baseurl": "https://example.org/book"}}) == "https://example.org/book/"
 
 
 def test_setup_cell_follows_the_config(tmp_path):
@@ -158,16 +159,16 @@ def test_the_setup_cell_installs_posviz_in_a_fresh_environment(tmp_path_factory)
 
 def test_chinese_notebooks_cite_in_the_chinese_form():
     """A zh notebook names a paper's authors as the Chinese pages do ("Vaswani 等人", "A 和 B")."""
-    many = next(k for k, (names, _) in notebooks._bibliography().items() if len(names) > 2)
-    names, year = notebooks._bibliography()[many]
-    assert notebooks._authors(names, "en") == f"{names[0]} et al."
-    assert notebooks._authors(names, "zh_CN") == f"{names[0]} 等人"
-    assert notebooks._authors(["A", "B"], "zh_CN") == "A 和 B" and notebooks._authors(["A", "B"], "en") == "A and B"
-    old = dict(notebooks._edition)
+    many = next(k for k, (names, _) in myst_plain._bibliography().items() if len(names) > 2)
+    names, year = myst_plain._bibliography()[many]
+    assert myst_plain._authors(names, "en") == f"{names[0]} et al."
+    assert myst_plain._authors(names, "zh_CN") == f"{names[0]} 等人"
+    assert myst_plain._authors(["A", "B"], "zh_CN") == "A 和 B" and myst_plain._authors(["A", "B"], "en") == "A and B"
+    old = dict(myst_plain._edition)
     try:
-        notebooks._edition.update(language="zh_CN", folder="zh", catalog={})
-        text = notebooks._cite("cite:p", many)
+        myst_plain._edition.update(language="zh_CN", folder="zh", catalog={})
+        text = myst_plain._cite("cite:p", many)
     finally:
-        notebooks._edition.clear()
-        notebooks._edition.update(old)
+        myst_plain._edition.clear()
+        myst_plain._edition.update(old)
     assert f"{names[0]} 等人，{year}" in text and "et al." not in text

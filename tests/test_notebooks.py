@@ -15,6 +15,7 @@ from markdown_it import MarkdownIt
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+import myst_plain  # noqa: E402
 import notebooks  # noqa: E402
 
 ROLES = r"(?:eq|numref|ref|doc|cite(?::\w+)?|glue(?::\w*)?|term|download|abbr|index|math|sub|sup|prf:\w+)"
@@ -82,13 +83,13 @@ def test_glue_placeholder_says_where():
         {"cell_type": "markdown", "source": "A {glue:text}`a-b:.2f`, {glue:text}`p-x-1x` and {glue:text}`c`."},
         {"cell_type": "code", "source": "glue('c', 3)"},
     ]
-    place = notebooks.glue_places(cells)[1]
-    out = notebooks.plain_markdown(cells[1]["source"], place)
+    place = myst_plain.glue_places(cells)[1]
+    out = myst_plain.plain_markdown(cells[1]["source"], place)
     assert out == (
         "A *(computed in the code above: `a-b`)*, *(computed in the code above: `p-x-1x`)* and "
         "*(computed in the code below: `c`)*."
     )
-    assert notebooks.plain_markdown("{glue:text}`z`") == "*(computed in this notebook: `z`)*"
+    assert myst_plain.plain_markdown("{glue:text}`z`") == "*(computed in this notebook: `z`)*"
 
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -120,4 +121,4 @@ def test_chinese_notebook_is_translated_and_shows_no_myst(name: str) -> None:
             if len(re.findall(r"[A-Za-z]{3,}", prose)) >= 4 and not CJK.search(prose):
                 english.append(block[:80])
     assert not english, f"zh/{name}.ipynb: paragraphs left in English: {english[:3]}"
-    assert f"{notebooks.site_url()}zh/book/" in "".join("".join(c["source"]) for c in zh["cells"])
+    assert f"{myst_plain.site_url()}zh/book/" in "".join("".join(c["source"]) for c in zh["cells"])
